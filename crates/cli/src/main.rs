@@ -1,0 +1,3 @@
+//! The `eiffel` command-line tool.
+
+fn main() {}

@@ -1,0 +1,3 @@
+//! Integer priority queues for packet scheduling.
+#![no_std]
+extern crate alloc;

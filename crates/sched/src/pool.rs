@@ -1,0 +1,276 @@
+//! Preallocated packet storage with intrusive per-flow FIFOs.
+//!
+//! Every scheduler stores its queued descriptors in one [`PacketPool`] sized at
+//! construction. A [`Fifo`] is just a head index, a tail index and two counters; the
+//! links live in the pool's slots, so any number of flows share one allocation and
+//! moving a packet costs two index writes. Nothing here allocates after
+//! [`PacketPool::with_capacity`].
+//!
+//! Invariants (checked by [`PacketPool::check_invariants`] in tests):
+//! - a slot is either on the free list or on exactly one FIFO;
+//! - `len` equals the number of slots on FIFOs;
+//! - a FIFO's `packets`/`bytes` equal the count and summed `len` of its slots.
+
+use crate::packet::Packet;
+
+const NIL: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    pkt: Packet,
+    /// Next slot on the same FIFO, or on the free list; `NIL` ends either.
+    next: u32,
+}
+
+/// A FIFO of packets whose storage lives in a [`PacketPool`].
+///
+/// A `Fifo` must only ever be used with the pool that filled it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fifo {
+    head: u32,
+    tail: u32,
+    packets: u32,
+    bytes: u64,
+}
+
+impl Default for Fifo {
+    fn default() -> Self {
+        Fifo::new()
+    }
+}
+
+impl Fifo {
+    /// An empty FIFO.
+    #[must_use]
+    pub const fn new() -> Self {
+        Fifo {
+            head: NIL,
+            tail: NIL,
+            packets: 0,
+            bytes: 0,
+        }
+    }
+
+    /// Whether the FIFO holds no packet.
+    #[must_use]
+    #[inline]
+    pub const fn is_empty(&self) -> bool {
+        self.packets == 0
+    }
+
+    /// Packets queued.
+    #[must_use]
+    #[inline]
+    pub const fn len(&self) -> u32 {
+        self.packets
+    }
+
+    /// Bytes queued.
+    #[must_use]
+    #[inline]
+    pub const fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+/// Fixed-capacity storage for queued packet descriptors.
+#[derive(Clone, Debug)]
+pub struct PacketPool {
+    slots: Vec<Slot>,
+    /// Head of the free list.
+    free: u32,
+    /// Slots in use.
+    len: u32,
+}
+
+impl PacketPool {
+    /// A pool holding at most `capacity` packets (at most `u32::MAX - 1`).
+    ///
+    /// # Panics
+    /// If `capacity` does not fit the 32-bit slot index.
+    #[must_use]
+    pub fn with_capacity(capacity: usize) -> Self {
+        assert!(
+            capacity < NIL as usize,
+            "packet pool capacity {capacity} exceeds the 32-bit index space"
+        );
+        let slots = (0..capacity)
+            .map(|i| Slot {
+                pkt: Packet::default(),
+                next: if i + 1 < capacity { i as u32 + 1 } else { NIL },
+            })
+            .collect();
+        PacketPool {
+            slots,
+            free: if capacity == 0 { NIL } else { 0 },
+            len: 0,
+        }
+    }
+
+    /// Most packets the pool can hold.
+    #[must_use]
+    #[inline]
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Packets currently stored.
+    #[must_use]
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// Whether no packet is stored.
+    #[must_use]
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether the pool is full.
+    #[must_use]
+    #[inline]
+    pub fn is_full(&self) -> bool {
+        self.free == NIL
+    }
+
+    /// Appends `pkt` to `fifo`; hands it back if the pool is full.
+    #[inline]
+    pub fn push_back(&mut self, fifo: &mut Fifo, pkt: Packet) -> Result<(), Packet> {
+        let idx = self.free;
+        if idx == NIL {
+            return Err(pkt);
+        }
+        let slot = &mut self.slots[idx as usize];
+        self.free = slot.next;
+        slot.pkt = pkt;
+        slot.next = NIL;
+        if fifo.tail == NIL {
+            fifo.head = idx;
+        } else {
+            self.slots[fifo.tail as usize].next = idx;
+        }
+        fifo.tail = idx;
+        fifo.packets += 1;
+        fifo.bytes += u64::from(pkt.len);
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Removes and returns the head of `fifo`.
+    #[inline]
+    pub fn pop_front(&mut self, fifo: &mut Fifo) -> Option<Packet> {
+        let idx = fifo.head;
+        if idx == NIL {
+            return None;
+        }
+        let slot = &mut self.slots[idx as usize];
+        let pkt = slot.pkt;
+        fifo.head = slot.next;
+        if fifo.head == NIL {
+            fifo.tail = NIL;
+        }
+        slot.next = self.free;
+        self.free = idx;
+        fifo.packets -= 1;
+        fifo.bytes -= u64::from(pkt.len);
+        self.len -= 1;
+        Some(pkt)
+    }
+
+    /// The head of `fifo`, without removing it.
+    #[must_use]
+    #[inline]
+    pub fn front(&self, fifo: &Fifo) -> Option<&Packet> {
+        (fifo.head != NIL).then(|| &self.slots[fifo.head as usize].pkt)
+    }
+
+    /// The head of `fifo`, mutably (to update rank annotations in place).
+    #[inline]
+    pub fn front_mut(&mut self, fifo: &Fifo) -> Option<&mut Packet> {
+        (fifo.head != NIL).then(|| &mut self.slots[fifo.head as usize].pkt)
+    }
+
+    /// The packets of `fifo` from head to tail.
+    pub fn iter<'a>(&'a self, fifo: &Fifo) -> impl Iterator<Item = &'a Packet> + 'a {
+        let mut idx = fifo.head;
+        core::iter::from_fn(move || {
+            (idx != NIL).then(|| {
+                let slot = &self.slots[idx as usize];
+                idx = slot.next;
+                &slot.pkt
+            })
+        })
+    }
+
+    /// Checks the invariants listed in the module documentation against the given
+    /// FIFOs, which must be every FIFO using this pool.
+    ///
+    /// # Panics
+    /// On any violated invariant, with a message naming it.
+    pub fn check_invariants<'a>(&self, fifos: impl IntoIterator<Item = &'a Fifo>) {
+        let mut seen = vec![false; self.slots.len()];
+        let mut used = 0usize;
+        for fifo in fifos {
+            let (mut n, mut bytes, mut last) = (0u32, 0u64, NIL);
+            let mut idx = fifo.head;
+            while idx != NIL {
+                assert!(!seen[idx as usize], "slot {idx} is on two lists");
+                seen[idx as usize] = true;
+                n += 1;
+                bytes += u64::from(self.slots[idx as usize].pkt.len);
+                last = idx;
+                idx = self.slots[idx as usize].next;
+            }
+            assert_eq!(fifo.tail, last, "fifo tail does not end its list");
+            assert_eq!(fifo.packets, n, "fifo packet count");
+            assert_eq!(fifo.bytes, bytes, "fifo byte count");
+            used += n as usize;
+        }
+        assert_eq!(used, self.len as usize, "pool length vs slots on fifos");
+        let mut idx = self.free;
+        let mut free = 0usize;
+        while idx != NIL {
+            assert!(!seen[idx as usize], "slot {idx} is both free and queued");
+            seen[idx as usize] = true;
+            free += 1;
+            idx = self.slots[idx as usize].next;
+        }
+        assert_eq!(used + free, self.slots.len(), "slots lost from every list");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fifos_share_one_pool_and_keep_order() {
+        let mut pool = PacketPool::with_capacity(4);
+        let (mut a, mut b) = (Fifo::new(), Fifo::new());
+        pool.push_back(&mut a, Packet::new(0, 100)).unwrap();
+        pool.push_back(&mut b, Packet::new(1, 200)).unwrap();
+        pool.push_back(&mut a, Packet::new(0, 300)).unwrap();
+        pool.push_back(&mut b, Packet::new(1, 400)).unwrap();
+        assert!(pool.is_full());
+        assert_eq!(pool.push_back(&mut a, Packet::new(0, 1)), Err(Packet::new(0, 1)));
+        pool.check_invariants([&a, &b]);
+        assert_eq!((a.len(), a.bytes()), (2, 400));
+        assert_eq!(pool.iter(&a).map(|p| p.len).collect::<Vec<_>>(), [100, 300]);
+        assert_eq!(pool.pop_front(&mut a).unwrap().len, 100);
+        assert_eq!(pool.front(&a).unwrap().len, 300);
+        assert_eq!(pool.pop_front(&mut a).unwrap().len, 300);
+        assert!(a.is_empty() && pool.pop_front(&mut a).is_none());
+        pool.check_invariants([&a, &b]);
+        assert_eq!(pool.len(), 2);
+    }
+
+    #[test]
+    fn zero_capacity_pool_refuses_everything() {
+        let mut pool = PacketPool::with_capacity(0);
+        let mut f = Fifo::new();
+        assert!(pool.push_back(&mut f, Packet::new(0, 1)).is_err());
+        pool.check_invariants([&f]);
+    }
+}
