@@ -1,0 +1,27 @@
+//! `eiffel bench ...`: reproductions of the papers' measurements. Every benchmark
+//! measures its baseline in the same run and reports ratios against it.
+
+use clap::{Args, Subcommand};
+
+/// Options every benchmark accepts.
+#[derive(Debug, Clone, Args)]
+pub struct CommonOpts {
+    /// A reduced sweep that finishes in seconds.
+    #[arg(long)]
+    pub quick: bool,
+    /// Print `{"results": [...]}` as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The benchmark to run.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {}
+
+/// An error a benchmark reports instead of results.
+pub type BenchError = Box<dyn std::error::Error>;
+
+/// Runs one benchmark.
+pub fn run(cmd: BenchCommand) -> Result<(), BenchError> {
+    match cmd {}
+}
