@@ -17,7 +17,7 @@ fn pairs(c: &mut Criterion) {
             if kind == QueueKind::Ffs {
                 continue;
             }
-            let buckets = if kind == QueueKind::Ffs { 64 } else { BUCKETS };
+            let buckets = BUCKETS;
             let cfg = QueueConfig::new(buckets, backlog + 1);
             let mut q: AnyQueue<u32> = AnyQueue::new(kind, cfg).expect("valid configuration");
             // A moving workload for circular queues, a wrapping one for fixed ranges.

@@ -226,6 +226,10 @@ pub struct QueueConfig {
     /// Approximate gradient queues only: the weight exponent divisor alpha; `None`
     /// picks the smallest alpha whose sums fit (the most accurate).
     pub alpha: Option<u32>,
+    /// Approximate gradient queues only: how many buckets below the estimate the
+    /// search starts (0, the default, is the paper's algorithm: search only when the
+    /// estimated bucket is empty). See [`ApproxIndex`](crate::ApproxIndex).
+    pub lookback: u32,
 }
 
 impl QueueConfig {
@@ -240,6 +244,7 @@ impl QueueConfig {
             capacity,
             out_of_range: OutOfRange::Clamp,
             alpha: None,
+            lookback: 0,
         }
     }
 
@@ -268,6 +273,13 @@ impl QueueConfig {
     #[must_use]
     pub const fn alpha(mut self, alpha: u32) -> Self {
         self.alpha = Some(alpha);
+        self
+    }
+
+    /// Sets the approximate gradient queues' look-back window.
+    #[must_use]
+    pub const fn lookback(mut self, buckets: u32) -> Self {
+        self.lookback = buckets;
         self
     }
 }

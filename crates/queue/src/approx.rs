@@ -37,6 +37,15 @@
 //! bucket above the minimum: that is the approximation error the paper measures in
 //! Fig. 14. [`ApproxStats`] counts the misses and their search distances.
 //!
+//! Random holes make the mean noisy by a few buckets, so with the paper's rule an
+//! estimate one or two buckets high skips the minimum, which then stays behind
+//! ("a straggler") until the run above it has moved far enough for its weight to
+//! dominate, typically hundreds of pops later. The optional *look-back*
+//! ([`QueueConfig::lookback`]) starts the search `W` buckets below the estimate and
+//! takes the first non-empty bucket from there: overshoots up to `W` buckets then
+//! resolve exactly, for one or two extra bitmap words. `W = 0` (the default) is the
+//! paper's algorithm; the benchmark reports both.
+//!
 //! ## Constants and arithmetic
 //! Weights are integers with `k` fraction bits, `w_i = round(2^(k + (N-1-i)/alpha))`,
 //! rounded once when the table is built, and `a`, `b` are exact 128-bit sums, so
@@ -69,8 +78,10 @@ pub const MAX_APPROX_BUCKETS: usize = 1 << 24;
 /// Approximate gradient index over `N` buckets.
 #[derive(Clone)]
 pub struct ApproxIndex {
-    /// `w_i = round(2^((N - 1 - i) / alpha))`.
+    /// `w_i = round(2^(k + (N - 1 - i) / alpha))`.
     weights: Vec<u128>,
+    /// `i * w_i`, so that updating `b` needs no multiplication.
+    index_weights: Vec<u128>,
     /// Sum of `w_i` over non-empty buckets.
     a: u128,
     /// Sum of `i * w_i` over non-empty buckets.
@@ -79,6 +90,10 @@ pub struct ApproxIndex {
     occupied: Vec<u64>,
     /// `D = 1 / (2^(1/alpha) - 1)`, subtracted from `b / a`.
     shift: f64,
+    /// `0.5 - D`: added to `b / a` before truncation (rounding to nearest).
+    bias: f64,
+    /// Buckets below the estimate where the search starts.
+    lookback: usize,
     alpha: u32,
     stats: ApproxStats,
 }
@@ -219,11 +234,13 @@ impl ApproxIndex {
         if self.a == 0 {
             return None;
         }
-        // Shift both sums to 63 bits so they convert to f64 with one instruction.
+        // Shift both sums to 63 bits so each converts to f64 with one signed
+        // conversion instruction.
         let top = 128 - (self.a | self.b).leading_zeros();
         let sh = top.saturating_sub(63);
-        let mean = (self.b >> sh) as u64 as f64 / (self.a >> sh) as u64 as f64;
-        let e = mean - self.shift + 0.5;
+        let b = (self.b >> sh) as i64 as f64;
+        let a = (self.a >> sh) as i64 as f64;
+        let e = b / a + self.bias;
         let last = self.weights.len() - 1;
         Some(if e <= 0.0 { 0 } else { (e as usize).min(last) })
     }
@@ -278,11 +295,12 @@ impl ApproxIndex {
     #[inline]
     fn locate(&self) -> Option<(usize, usize)> {
         let e = self.estimate()?;
-        if self.is_set(e) {
+        let start = e.saturating_sub(self.lookback);
+        if start == e && self.is_set(e) {
             return Some((e, e));
         }
         let found = self
-            .scan_up(e)
+            .scan_up(start)
             .or_else(|| self.scan_down(e))
             .expect("a non-empty index has a set bucket");
         Some((found, e))
@@ -308,12 +326,21 @@ impl BucketIndex for ApproxIndex {
             requested: alpha,
             min,
         })?;
+        let index_weights = weights
+            .iter()
+            .enumerate()
+            .map(|(i, &w)| w * i as u128)
+            .collect();
+        let shift = 1.0 / (root_of_two(alpha) - 1.0);
         Ok(ApproxIndex {
             weights,
+            index_weights,
             a: 0,
             b: 0,
             occupied: vec![0; buckets.div_ceil(64)],
-            shift: 1.0 / (root_of_two(alpha) - 1.0),
+            shift,
+            bias: 0.5 - shift,
+            lookback: cfg.lookback as usize,
             alpha,
             stats: ApproxStats::default(),
         })
@@ -322,9 +349,8 @@ impl BucketIndex for ApproxIndex {
     #[inline]
     fn set(&mut self, i: usize) {
         debug_assert!(!self.is_set(i), "bucket {i} set twice");
-        let w = self.weights[i];
-        self.a += w;
-        self.b += w * i as u128;
+        self.a += self.weights[i];
+        self.b += self.index_weights[i];
         let (word, bit) = split(i);
         self.occupied[word] |= 1 << bit;
     }
@@ -332,9 +358,8 @@ impl BucketIndex for ApproxIndex {
     #[inline]
     fn clear(&mut self, i: usize) {
         debug_assert!(self.is_set(i), "bucket {i} cleared twice");
-        let w = self.weights[i];
-        self.a -= w;
-        self.b -= w * i as u128;
+        self.a -= self.weights[i];
+        self.b -= self.index_weights[i];
         let (word, bit) = split(i);
         self.occupied[word] &= !(1 << bit);
     }

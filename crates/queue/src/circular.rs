@@ -197,13 +197,21 @@ impl<T, I: BucketIndex> Circular<T, I> {
         }
     }
 
+    /// `(half, bucket)` of a half's list: a comparison, not a division, since there
+    /// are only two halves.
+    #[inline]
+    fn split_list(&self, list: usize) -> (usize, usize) {
+        let half = usize::from(list >= self.n);
+        (half, list - half * self.n)
+    }
+
     /// Bookkeeping after list `list` lost an element and became empty or not.
     #[inline]
     fn after_unlink(&mut self, list: usize, now_empty: bool) {
         if list == self.past_list() {
             return;
         }
-        let (half, bucket) = (list / self.n, list % self.n);
+        let (half, bucket) = self.split_list(list);
         self.counts[half] -= 1;
         if now_empty {
             self.halves[half].clear(bucket);
@@ -216,7 +224,7 @@ impl<T, I: BucketIndex> Circular<T, I> {
         if list == self.past_list() {
             return;
         }
-        let (half, bucket) = (list / self.n, list % self.n);
+        let (half, bucket) = self.split_list(list);
         self.counts[half] += 1;
         if was_empty {
             self.halves[half].set(bucket);

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use eiffel_queue::{ApproxGradient, CircularApproxGradient, Handle, PriorityQueue, QueueConfig};
 use proptest::prelude::*;
 
-const CASES: u32 = if cfg!(miri) { 2 } else { 64 };
+const CASES: u32 = if cfg!(miri) { 2 } else { 192 };
 
 /// Independent estimate: weights `2^((n-1-i)/alpha)` in f64, mean index minus the
 /// shift `1/(2^(1/alpha)-1)`, rounded. Returns the estimate and how far the rounded

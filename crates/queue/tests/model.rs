@@ -394,7 +394,7 @@ fn fixed_case(
     run(&mut q, &mut m, ops, g, AnyQueue::check_invariants);
 }
 
-const CASES: u32 = if cfg!(miri) { 2 } else { 96 };
+const CASES: u32 = if cfg!(miri) { 2 } else { 256 };
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: CASES, ..ProptestConfig::default() })]

@@ -50,7 +50,7 @@ impl Model {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 2 } else { 128 }, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 2 } else { 256 }, ..ProptestConfig::default() })]
 
     #[test]
     fn wheel_matches_the_model(
