@@ -1,1 +1,3 @@
-//! placeholder for the eiffel-net crate
+//! Linux packet I/O, header parsing and classification for Eiffel.
+
+pub mod wire;
