@@ -1,3 +1,4 @@
 //! Linux packet I/O, header parsing and classification for Eiffel.
 
+pub mod classify;
 pub mod wire;

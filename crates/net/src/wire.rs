@@ -11,7 +11,7 @@
 //! - IPv4 (options skipped, authentication header skipped) and IPv6 (extension headers
 //!   skipped): source, destination, DSCP, and the transport protocol number;
 //! - TCP and UDP ports. Any fragment (IPv4 MF flag or non-zero offset, IPv6 fragment
-//!   header) carries ports 0 in its key, so all fragments of a datagram, including the
+//!   header) carries no ports in its key, so all fragments of a datagram, including the
 //!   first, stay in one flow and in order.
 //! - Everything else (ARP, LLDP, unknown EtherTypes, ICMP, SCTP, ...) parses as a valid
 //!   frame whose key carries only what was understood (EtherType, VLAN ids, and the IP
@@ -61,10 +61,17 @@ pub struct IpKey {
     /// class byte; the ECN bits are not part of the key because they change within
     /// a flow).
     pub dscp: u8,
-    /// TCP/UDP source port; 0 for other protocols and for fragments.
-    pub src_port: u16,
-    /// TCP/UDP destination port; 0 for other protocols and for fragments.
-    pub dst_port: u16,
+    /// TCP/UDP ports; `None` for other protocols and for fragments.
+    pub ports: Option<Ports>,
+}
+
+/// TCP or UDP ports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Ports {
+    /// Source port.
+    pub src: u16,
+    /// Destination port.
+    pub dst: u16,
 }
 
 /// What identifies a flow and what classification rules look at.
@@ -86,9 +93,10 @@ pub struct FlowKey {
 impl FlowKey {
     /// The one key shared by every malformed frame the classifier forwards: all
     /// malformed frames form one flow in the default leaf (their partly parsed
-    /// headers are not trusted to pick a flow).
+    /// headers are not trusted to pick a flow). Its VLAN id, `0xffff`, lies outside
+    /// the 12-bit range, so no parsed frame has this key.
     pub const MALFORMED: FlowKey = FlowKey {
-        vlan: None,
+        vlan: Some(u16::MAX),
         inner_vlan: None,
         ether_type: 0,
         ip: None,
@@ -102,7 +110,7 @@ pub struct Headers {
     pub key: FlowKey,
     /// Length of the frame in bytes, as given to [`parse`].
     pub len: u32,
-    /// Whether the IP packet is a fragment (its key then has ports 0).
+    /// Whether the IP packet is a fragment (its key then has no ports).
     pub fragment: bool,
 }
 
@@ -249,8 +257,7 @@ impl MalformedCounts {
 /// assert!(headers.key.ip.is_none());
 /// ```
 pub fn parse(frame: &[u8]) -> Result<Headers, Malformed> {
-    let sliced =
-        SlicedPacket::from_ethernet(frame).map_err(|e| Malformed::from_slice_error(&e))?;
+    let sliced = SlicedPacket::from_ethernet(frame).map_err(|e| Malformed::from_slice_error(&e))?;
     let len = u32::try_from(frame.len()).unwrap_or(u32::MAX);
 
     let mut ether_type = match &sliced.link {
@@ -284,8 +291,7 @@ pub fn parse(frame: &[u8]) -> Result<Headers, Malformed> {
                 dst: IpAddr::from(h.destination()),
                 protocol: v4.payload().ip_number.0,
                 dscp: h.dcp().value(),
-                src_port: 0,
-                dst_port: 0,
+                ports: None,
             })
         }
         Some(NetSlice::Ipv6(v6)) => {
@@ -296,8 +302,7 @@ pub fn parse(frame: &[u8]) -> Result<Headers, Malformed> {
                 dst: IpAddr::from(h.destination()),
                 protocol: v6.payload().ip_number.0,
                 dscp: h.dscp().value(),
-                src_port: 0,
-                dst_port: 0,
+                ports: None,
             })
         }
         Some(NetSlice::Arp(_)) | None => None,
@@ -306,12 +311,16 @@ pub fn parse(frame: &[u8]) -> Result<Headers, Malformed> {
         if !fragment {
             match &sliced.transport {
                 Some(TransportSlice::Tcp(tcp)) => {
-                    ip.src_port = tcp.source_port();
-                    ip.dst_port = tcp.destination_port();
+                    ip.ports = Some(Ports {
+                        src: tcp.source_port(),
+                        dst: tcp.destination_port(),
+                    });
                 }
                 Some(TransportSlice::Udp(udp)) => {
-                    ip.src_port = udp.source_port();
-                    ip.dst_port = udp.destination_port();
+                    ip.ports = Some(Ports {
+                        src: udp.source_port(),
+                        dst: udp.destination_port(),
+                    });
                 }
                 _ => {}
             }
@@ -361,7 +370,14 @@ mod tests {
         let ip = h.key.ip.unwrap();
         assert_eq!(ip.src, "198.18.0.1".parse::<IpAddr>().unwrap());
         assert_eq!(ip.dst, "198.18.0.2".parse::<IpAddr>().unwrap());
-        assert_eq!((ip.protocol, ip.src_port, ip.dst_port), (PROTO_UDP, 4000, 5201));
+        assert_eq!(ip.protocol, PROTO_UDP);
+        assert_eq!(
+            ip.ports,
+            Some(Ports {
+                src: 4000,
+                dst: 5201
+            })
+        );
         assert_eq!(h.key.ether_type, ETHERTYPE_IPV4);
         assert_eq!((h.key.vlan, h.key.inner_vlan), (None, None));
         assert_eq!(h.len as usize, udp_v4().len());
@@ -394,7 +410,13 @@ mod tests {
         assert_eq!(h.key.ether_type, ETHERTYPE_IPV6);
         let ip = h.key.ip.unwrap();
         assert_eq!((ip.protocol, ip.dscp), (PROTO_TCP, 46));
-        assert_eq!((ip.src_port, ip.dst_port), (33000, 443));
+        assert_eq!(
+            ip.ports,
+            Some(Ports {
+                src: 33000,
+                dst: 443
+            })
+        );
     }
 
     #[test]
@@ -403,7 +425,7 @@ mod tests {
         frame.resize(64, 0);
         let h = parse(&frame).unwrap();
         assert_eq!(h.len, 64);
-        assert_eq!(h.key.ip.unwrap().dst_port, 5201);
+        assert_eq!(h.key.ip.unwrap().ports.unwrap().dst, 5201);
     }
 
     #[test]
@@ -446,7 +468,7 @@ mod tests {
         let h = parse(&frame).unwrap();
         assert!(h.fragment);
         let ip = h.key.ip.unwrap();
-        assert_eq!((ip.protocol, ip.src_port, ip.dst_port), (PROTO_UDP, 0, 0));
+        assert_eq!((ip.protocol, ip.ports), (PROTO_UDP, None));
     }
 
     #[test]
