@@ -817,37 +817,18 @@ impl Testbed {
         Ok(())
     }
 
-    /// Per-class counters of `dev`'s qdisc in `role`'s namespace (`tc -s -j class
+    /// Per-class counters of `dev`'s qdisc in `role`'s namespace (`tc -s class
     /// show`).
     ///
     /// # Errors
-    /// A failed `tc` command or output that is not the expected JSON.
+    /// A failed `tc` command or output that is not in the expected form.
     pub fn class_stats(&self, role: Role, dev: &str) -> Result<Vec<ClassStats>, TestbedError> {
         let out = self.run_ok(
             role,
-            &["tc", "-s", "-j", "class", "show", "dev", dev],
+            &["tc", "-s", "class", "show", "dev", dev],
             SETUP_TIMEOUT,
         )?;
-        let v: serde_json::Value = serde_json::from_str(&out.stdout)
-            .map_err(|e| TestbedError::Parse(format!("tc class JSON: {e}")))?;
-        let list = v
-            .as_array()
-            .ok_or_else(|| TestbedError::Parse("tc class JSON is not a list".into()))?;
-        Ok(list
-            .iter()
-            .filter_map(|c| {
-                let stats = c.get("stats")?;
-                Some(ClassStats {
-                    class: c.get("handle")?.as_str()?.to_owned(),
-                    bytes: stats.get("bytes")?.as_u64()?,
-                    packets: stats.get("packets")?.as_u64()?,
-                    drops: stats
-                        .get("drops")
-                        .and_then(serde_json::Value::as_u64)
-                        .unwrap_or(0),
-                })
-            })
-            .collect())
+        parse_class_stats(&out.stdout)
     }
 
     /// Starts a one-shot iperf3 server in the receiver, listening on `port`.
@@ -912,6 +893,38 @@ impl Testbed {
             }
         }
     }
+}
+
+/// Parses `tc -s class show` text (iproute2 6.1 prints no JSON for HTB classes):
+/// a `class <kind> <handle> ...` line followed by ` Sent <bytes> bytes <packets> pkt
+/// (dropped <drops>, ...`.
+fn parse_class_stats(text: &str) -> Result<Vec<ClassStats>, TestbedError> {
+    let mut out = Vec::new();
+    let mut class: Option<String> = None;
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        match words.as_slice() {
+            ["class", _kind, handle, ..] => class = Some((*handle).to_owned()),
+            ["Sent", bytes, "bytes", packets, "pkt", "(dropped", drops, ..] => {
+                let class = class.take().ok_or_else(|| {
+                    TestbedError::Parse(format!("tc class stats: `{line}` without a class line"))
+                })?;
+                let num = |w: &str| {
+                    w.trim_end_matches(',').parse::<u64>().map_err(|_| {
+                        TestbedError::Parse(format!("tc class stats: bad number in `{line}`"))
+                    })
+                };
+                out.push(ClassStats {
+                    class,
+                    bytes: num(bytes)?,
+                    packets: num(packets)?,
+                    drops: num(drops)?,
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
 }
 
 /// Deletes namespace `name` after killing every process in it (never this one).
@@ -986,6 +999,34 @@ mod tests {
         let err = Iperf3Report::parse(r#"{"error":"unable to connect to server"}"#).unwrap_err();
         assert!(err.to_string().contains("unable to connect"));
         assert!(Iperf3Report::parse("garbage").is_err());
+    }
+
+    #[test]
+    fn parses_tc_class_stats() {
+        let text = "class htb 1:1 root rate 100Mbit ceil 100Mbit burst 1600b cburst 1600b \n \
+             Sent 5000 bytes 40 pkt (dropped 0, overlimits 3 requeues 0) \n \
+             backlog 0b 0p requeues 0\n\
+             class htb 1:10 parent 1:1 prio 0 rate 20Mbit ceil 20Mbit burst 1600b\n \
+             Sent 4242 bytes 7 pkt (dropped 2, overlimits 0 requeues 0) \n";
+        let stats = parse_class_stats(text).unwrap();
+        assert_eq!(
+            stats,
+            vec![
+                ClassStats {
+                    class: "1:1".into(),
+                    bytes: 5000,
+                    packets: 40,
+                    drops: 0
+                },
+                ClassStats {
+                    class: "1:10".into(),
+                    bytes: 4242,
+                    packets: 7,
+                    drops: 2
+                },
+            ]
+        );
+        assert!(parse_class_stats(" Sent 1 bytes 1 pkt (dropped 0, x)").is_err());
     }
 
     #[test]
