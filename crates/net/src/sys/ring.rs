@@ -64,6 +64,27 @@ impl Mmap {
             .ok_or_else(|| io::Error::other("mmap returned a null mapping"))
     }
 
+    /// A private anonymous mapping standing in for a ring, for tests.
+    #[cfg(test)]
+    fn anonymous(len: usize) -> Mmap {
+        // SAFETY: a fresh private anonymous mapping overlaps no Rust object.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(ptr, libc::MAP_FAILED, "anonymous mmap failed");
+        Mmap {
+            ptr: NonNull::new(ptr.cast()).expect("non-null mapping"),
+            len,
+        }
+    }
+
     /// The status word at `off`.
     ///
     /// Returns `None` unless `off` is 4-byte aligned and the word lies inside the
@@ -203,6 +224,9 @@ pub(crate) struct RxBlocks {
     held: bool,
     left: u32,
     offset: usize,
+    /// The last frame returned claimed more frames but no next offset: report the
+    /// block as corrupt at the next call.
+    broken_chain: bool,
 }
 
 impl RxBlocks {
@@ -225,6 +249,7 @@ impl RxBlocks {
             held: false,
             left: 0,
             offset: 0,
+            broken_chain: false,
         })
     }
 
@@ -255,6 +280,12 @@ impl RxBlocks {
     /// more. The frame borrows the ring: its block stays owned by user space until
     /// the next call.
     pub(crate) fn next_frame(&mut self) -> Option<Result<RawFrame<'_>, Corrupt>> {
+        if self.broken_chain {
+            self.broken_chain = false;
+            self.left = 0;
+            self.release_finished();
+            return Some(Err(Corrupt));
+        }
         loop {
             self.release_finished();
             if self.held {
@@ -329,9 +360,7 @@ impl RxBlocks {
         }
         self.left -= 1;
         if self.left > 0 {
-            if next == 0 {
-                self.left = 0;
-            }
+            self.broken_chain = next == 0;
             self.offset = frame_at + next as usize;
         }
         let base = self.base();
@@ -474,5 +503,201 @@ impl TxFrames {
         Submit::Queued {
             rejected: prev & libc::TP_STATUS_WRONG_FORMAT != 0,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BLOCK: usize = 4096;
+    const FIRST: usize = 48;
+
+    /// Writes a tpacket3 frame header at `at` (absolute) with data at `at + mac`.
+    fn put_frame(
+        m: &mut Mmap,
+        at: usize,
+        next: u32,
+        data: &[u8],
+        wire_len: u32,
+        status: u32,
+        tci: u32,
+    ) {
+        let mac = 80u16;
+        // SAFETY: test-only mapping; no kernel shares it.
+        unsafe {
+            assert!(m.write(at + F_NEXT, next));
+            assert!(m.write(at + F_SNAPLEN, data.len() as u32));
+            assert!(m.write(at + F_LEN, wire_len));
+            assert!(m.write(at + F_STATUS, status));
+            assert!(m.write(at + F_MAC, mac));
+            assert!(m.write(at + F_VLAN_TCI, tci));
+            assert!(m.write(at + F_VLAN_TPID, 0x88a8u16));
+            m.bytes_mut(at + usize::from(mac), data.len())
+                .unwrap()
+                .copy_from_slice(data);
+        }
+    }
+
+    fn put_block(m: &mut Mmap, block: usize, num: u32, first: u32, status: u32) {
+        let base = block * BLOCK;
+        // SAFETY: test-only mapping; no kernel shares it.
+        unsafe {
+            assert!(m.write(base + BLOCK_NUM_PKTS, num));
+            assert!(m.write(base + BLOCK_FIRST, first));
+        }
+        m.status(base + BLOCK_STATUS)
+            .unwrap()
+            .store(status, Ordering::Release);
+    }
+
+    fn block_status(r: &RxBlocks, block: usize) -> u32 {
+        r.map
+            .status(block * BLOCK + BLOCK_STATUS)
+            .unwrap()
+            .load(Ordering::Acquire)
+    }
+
+    #[test]
+    fn rx_walks_frames_then_gives_the_block_back() {
+        let mut m = Mmap::anonymous(2 * BLOCK);
+        put_block(&mut m, 0, 2, FIRST as u32, libc::TP_STATUS_USER);
+        put_frame(
+            &mut m,
+            FIRST,
+            256,
+            b"first frame",
+            11,
+            libc::TP_STATUS_VLAN_VALID,
+            100,
+        );
+        put_frame(&mut m, FIRST + 256, 0, b"cut", 1500, 0, 0);
+        let mut r = RxBlocks::new(m, BLOCK, 2).unwrap();
+        let f = r.next_frame().unwrap().unwrap();
+        assert_eq!(
+            (f.data, f.wire_len, f.vlan_tci, f.vlan_tpid),
+            (&b"first frame"[..], 11, 100, 0x88a8)
+        );
+        assert_eq!(f.status, libc::TP_STATUS_VLAN_VALID);
+        assert_eq!(
+            block_status(&r, 0),
+            libc::TP_STATUS_USER,
+            "held while its frames are read"
+        );
+        let f = r.next_frame().unwrap().unwrap();
+        assert_eq!((f.data, f.wire_len), (&b"cut"[..], 1500));
+        assert!(
+            r.next_frame().is_none(),
+            "block 1 still belongs to the kernel"
+        );
+        assert_eq!(block_status(&r, 0), libc::TP_STATUS_KERNEL);
+        assert_eq!(r.block, 1);
+    }
+
+    #[test]
+    fn rx_empty_block_is_returned_at_once() {
+        let mut m = Mmap::anonymous(2 * BLOCK);
+        put_block(&mut m, 0, 0, FIRST as u32, libc::TP_STATUS_USER);
+        put_block(&mut m, 1, 1, FIRST as u32, libc::TP_STATUS_USER);
+        put_frame(&mut m, BLOCK + FIRST, 0, b"x", 1, 0, 0);
+        let mut r = RxBlocks::new(m, BLOCK, 2).unwrap();
+        assert_eq!(r.next_frame().unwrap().unwrap().data, b"x");
+        assert_eq!(block_status(&r, 0), libc::TP_STATUS_KERNEL);
+        r.release_finished();
+        assert_eq!(block_status(&r, 1), libc::TP_STATUS_KERNEL);
+    }
+
+    #[test]
+    fn rx_bad_kernel_offsets_are_reported_not_followed() {
+        // First frame beyond the block.
+        let mut m = Mmap::anonymous(2 * BLOCK);
+        put_block(&mut m, 0, 1, BLOCK as u32, libc::TP_STATUS_USER);
+        let mut r = RxBlocks::new(m, BLOCK, 2).unwrap();
+        assert_eq!(r.next_frame().map(|f| f.err()), Some(Some(Corrupt)));
+        assert!(r.next_frame().is_none());
+        assert_eq!(block_status(&r, 0), libc::TP_STATUS_KERNEL);
+
+        // Captured length running past the block.
+        let mut m = Mmap::anonymous(2 * BLOCK);
+        put_block(&mut m, 0, 1, FIRST as u32, libc::TP_STATUS_USER);
+        put_frame(&mut m, FIRST, 0, b"abc", 3, 0, 0);
+        // SAFETY: test-only mapping.
+        unsafe { assert!(m.write(FIRST + F_SNAPLEN, BLOCK as u32)) };
+        let mut r = RxBlocks::new(m, BLOCK, 2).unwrap();
+        assert_eq!(r.next_frame().map(|f| f.err()), Some(Some(Corrupt)));
+
+        // More frames claimed than the chain links.
+        let mut m = Mmap::anonymous(2 * BLOCK);
+        put_block(&mut m, 0, 3, FIRST as u32, libc::TP_STATUS_USER);
+        put_frame(&mut m, FIRST, 0, b"only", 4, 0, 0);
+        let mut r = RxBlocks::new(m, BLOCK, 2).unwrap();
+        assert!(r.next_frame().unwrap().is_ok());
+        assert_eq!(r.next_frame().map(|f| f.err()), Some(Some(Corrupt)));
+        assert_eq!(block_status(&r, 0), libc::TP_STATUS_KERNEL);
+    }
+
+    #[test]
+    fn rx_geometry_must_match_the_mapping() {
+        assert!(RxBlocks::new(Mmap::anonymous(BLOCK), BLOCK, 2).is_err());
+        assert!(RxBlocks::new(Mmap::anonymous(BLOCK), 16, 256).is_err());
+    }
+
+    fn tx_status(t: &TxFrames, i: usize) -> u32 {
+        t.map
+            .status(t.frame_offset(i) + T_STATUS)
+            .unwrap()
+            .load(Ordering::Acquire)
+    }
+
+    #[test]
+    fn tx_fills_slots_in_order_until_the_kernel_owns_them_all() {
+        let mut t = TxFrames::new(Mmap::anonymous(2 * BLOCK), BLOCK, 2048, 4).unwrap();
+        assert_eq!(t.capacity(), 2048 - TX_DATA_OFFSET);
+        assert_eq!(t.submit(|_| None), Submit::Declined);
+        assert_eq!(t.submit(|_| Some(t_cap_plus_one())), Submit::Declined);
+        for i in 0..4u8 {
+            assert!(t.head_free());
+            let r = t.submit(|buf| {
+                buf[..3].copy_from_slice(&[i; 3]);
+                Some(3)
+            });
+            assert_eq!(r, Submit::Queued { rejected: false });
+            assert_eq!(tx_status(&t, usize::from(i)), libc::TP_STATUS_SEND_REQUEST);
+        }
+        assert!(!t.head_free());
+        assert_eq!(t.submit(|_| Some(1)), Submit::Full);
+        // SAFETY: test-only mapping.
+        let (len, byte) = unsafe {
+            (
+                t.map.read::<u32>(t.frame_offset(2) + T_LEN).unwrap(),
+                t.map
+                    .read::<u8>(t.frame_offset(2) + TX_DATA_OFFSET)
+                    .unwrap(),
+            )
+        };
+        assert_eq!((len, byte), (3, 2));
+        // The kernel refused frame 0 and finished frame 1.
+        t.map
+            .status(t.frame_offset(0) + T_STATUS)
+            .unwrap()
+            .store(libc::TP_STATUS_WRONG_FORMAT, Ordering::Release);
+        t.map
+            .status(t.frame_offset(1) + T_STATUS)
+            .unwrap()
+            .store(libc::TP_STATUS_AVAILABLE, Ordering::Release);
+        assert_eq!(t.submit(|_| Some(1)), Submit::Queued { rejected: true });
+        assert_eq!(t.submit(|_| Some(1)), Submit::Queued { rejected: false });
+        assert_eq!(t.submit(|_| Some(1)), Submit::Full);
+    }
+
+    fn t_cap_plus_one() -> usize {
+        2048 - TX_DATA_OFFSET + 1
+    }
+
+    #[test]
+    fn tx_geometry_must_match_the_mapping() {
+        assert!(TxFrames::new(Mmap::anonymous(BLOCK), BLOCK, 2048, 4).is_err());
+        assert!(TxFrames::new(Mmap::anonymous(BLOCK), BLOCK, 16, 4).is_err());
+        assert!(TxFrames::new(Mmap::anonymous(BLOCK), BLOCK, 2048, 3).is_err());
     }
 }
