@@ -92,6 +92,9 @@ fn transmitted_frames_arrive_intact_with_vlan_tags_restored() {
             bed.enter(Role::Sender).map_err(|e| e.to_string())?;
             let mut tx =
                 TxRing::open(SENDER_IF, &TxConfig::default()).map_err(|e| e.to_string())?;
+            // A receive ring on the transmitting interface must not see our own frames.
+            let mut own =
+                RxRing::open(SENDER_IF, &RxConfig::default()).map_err(|e| e.to_string())?;
             for f in sent {
                 tx.send(f).map_err(|e| e.to_string())?;
             }
@@ -110,6 +113,15 @@ fn transmitted_frames_arrive_intact_with_vlan_tags_restored() {
             assert_eq!(
                 (st.frames, st.too_large, st.kicks),
                 (sent.len() as u64, 1, 1)
+            );
+            std::thread::sleep(Duration::from_millis(100));
+            let mut echoed = 0;
+            own.recv(usize::MAX, |f| {
+                echoed += usize::from(is_test_frame(f.data()))
+            });
+            assert_eq!(
+                echoed, 0,
+                "PACKET_IGNORE_OUTGOING: own transmissions are not received"
             );
             Ok(())
         });
