@@ -1,0 +1,287 @@
+//! How one node orders its units: a ranked integer priority queue driven by a
+//! transaction, hClock's pair of queues, or a fair-queueing core.
+//!
+//! Every variant answers the same five calls, each O(1) for the bucketed queues
+//! (O(log n) for the heaps): `activate` (a unit became backlogged and eligible),
+//! `on_enqueue` (a packet entered a queued unit's subtree), `select` (which unit
+//! goes next; repeatable), `served` (the selected unit sent a packet; it stays with
+//! its next head or leaves), and `is_active`.
+
+use eiffel_queue::{AnyQueue, Handle, PriorityQueue, QueueKind};
+
+use super::select::QueuePlan;
+use super::txn::{vt_cost, Builtin, Unit};
+use crate::packet::{Nanos, Packet};
+use crate::scheduler::ConfigError;
+
+/// A ranked node: one integer priority queue of units and a transaction.
+#[derive(Debug)]
+pub(crate) struct Ranked {
+    queue: AnyQueue<u32>,
+    handles: Vec<Option<Handle>>,
+    pub(crate) units: Vec<Unit>,
+    pub(crate) txn: Builtin,
+    /// Units are flows of a per-flow leaf (strict priority then reads the head's
+    /// rank instead of a configured priority).
+    is_flow: bool,
+}
+
+/// hClock (Billaud and Gulati, EuroSys'13) as a node discipline: units with a
+/// reservation carry a reservation tag in real time and are served first whenever
+/// their tag is due; otherwise the unit with the smallest share tag goes, so shares
+/// divide the capacity left after reservations. A unit's limit is its rate limit in
+/// the tree's shaper.
+///
+/// Tags: a unit served because its reservation was due advances its reservation tag
+/// by `L / R`; a unit served by shares advances its share tag by
+/// `L * VT_SCALE / weight`. Each tag thus counts exactly the service of its own
+/// phase: a unit gets its reservation plus its weighted part of the spare capacity.
+/// (Charging reservation service to the share tag as well, mClock's rule, makes
+/// reservations a floor instead, but lets a reserved unit's share tag run ahead of
+/// the others without bound, beyond any finite window of a bucketed queue.) A unit
+/// entering the queue starts at `max(tag, now)` (reservation) and `max(tag, V)`
+/// (shares, `V` the share tag of the last unit served by shares), so idle time
+/// earns no credit.
+#[derive(Debug)]
+pub(crate) struct Hclock {
+    reservations: AnyQueue<u32>,
+    shares: AnyQueue<u32>,
+    rh: Vec<Option<Handle>>,
+    ph: Vec<Option<Handle>>,
+    pub(crate) units: Vec<Unit>,
+    vtime: u64,
+    /// Whether the last `select` chose by reservation.
+    by_reservation: bool,
+}
+
+/// A node's ordering of its units.
+#[derive(Debug)]
+pub(crate) enum NodeSched {
+    Ranked(Ranked),
+    Hclock(Hclock),
+}
+
+fn queue_of(plan: &QueuePlan) -> Result<AnyQueue<u32>, ConfigError> {
+    AnyQueue::new(plan.kind, plan.config)
+        .map_err(|e| ConfigError::Invalid(format!("queue {}: {e}", plan.kind)))
+}
+
+impl Ranked {
+    pub(crate) fn new(
+        plan: &QueuePlan,
+        units: Vec<Unit>,
+        txn: Builtin,
+        is_flow: bool,
+    ) -> Result<Self, ConfigError> {
+        Ok(Ranked {
+            queue: queue_of(plan)?,
+            handles: vec![None; units.len()],
+            units,
+            txn,
+            is_flow,
+        })
+    }
+
+    pub(crate) fn kind(&self) -> QueueKind {
+        self.queue.kind()
+    }
+
+    pub(crate) fn queue(&self) -> &AnyQueue<u32> {
+        &self.queue
+    }
+}
+
+impl Hclock {
+    pub(crate) fn new(
+        rplan: &QueuePlan,
+        pplan: &QueuePlan,
+        units: Vec<Unit>,
+    ) -> Result<Self, ConfigError> {
+        Ok(Hclock {
+            reservations: queue_of(rplan)?,
+            shares: queue_of(pplan)?,
+            rh: vec![None; units.len()],
+            ph: vec![None; units.len()],
+            units,
+            vtime: 0,
+            by_reservation: false,
+        })
+    }
+
+    pub(crate) fn queues(&self) -> (&AnyQueue<u32>, &AnyQueue<u32>) {
+        (&self.reservations, &self.shares)
+    }
+}
+
+/// Time to send `len` bytes at `bps`, in ns (at least 1).
+#[inline]
+fn time_cost(len: u32, bps: u64) -> u64 {
+    (u64::from(len) * 8_000_000_000 / bps.max(1)).max(1)
+}
+
+/// Inserts or re-ranks `u` in `q`.
+#[inline]
+fn place(q: &mut AnyQueue<u32>, handles: &mut [Option<Handle>], u: u32, rank: u64) {
+    match handles[u as usize] {
+        Some(h) => {
+            let moved = q.set_rank(h, rank);
+            debug_assert!(moved.is_ok(), "re-ranking unit {u}: {moved:?}");
+        }
+        None => match q.insert(rank, u) {
+            Ok(h) => handles[u as usize] = Some(h),
+            Err(_) => unreachable!("a node's queue holds one entry per unit"),
+        },
+    }
+}
+
+#[inline]
+fn take(q: &mut AnyQueue<u32>, handles: &mut [Option<Handle>], u: u32) {
+    if let Some(h) = handles[u as usize].take() {
+        let removed = q.remove(h);
+        debug_assert!(removed.is_some(), "unit {u} missing from its queue");
+    }
+}
+
+impl NodeSched {
+    pub(crate) fn units_mut(&mut self) -> &mut [Unit] {
+        match self {
+            NodeSched::Ranked(r) => &mut r.units,
+            NodeSched::Hclock(h) => &mut h.units,
+        }
+    }
+
+    /// Units currently queued.
+    pub(crate) fn active(&self) -> usize {
+        match self {
+            NodeSched::Ranked(r) => r.queue.len(),
+            NodeSched::Hclock(h) => h.shares.len(),
+        }
+    }
+
+    pub(crate) fn is_active(&self, u: u32) -> bool {
+        match self {
+            NodeSched::Ranked(r) => r.handles[u as usize].is_some(),
+            NodeSched::Hclock(h) => h.ph[u as usize].is_some(),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn activate(&mut self, u: u32, head: &Packet, now: Nanos) {
+        match self {
+            NodeSched::Ranked(r) => {
+                let rank = r
+                    .txn
+                    .on_activate(&mut r.units[u as usize], head, now, r.is_flow);
+                place(&mut r.queue, &mut r.handles, u, rank);
+            }
+            NodeSched::Hclock(h) => {
+                let unit = &mut h.units[u as usize];
+                if unit.reservation > 0 {
+                    unit.start = unit.start.max(now);
+                    let rank = unit.start;
+                    place(&mut h.reservations, &mut h.rh, u, rank);
+                }
+                let unit = &mut h.units[u as usize];
+                unit.finish = unit.finish.max(h.vtime);
+                let rank = unit.finish;
+                place(&mut h.shares, &mut h.ph, u, rank);
+            }
+        }
+    }
+
+    #[inline]
+    pub(crate) fn on_enqueue(&mut self, u: u32, pkt: &Packet, head: &Packet, now: Nanos) {
+        if let NodeSched::Ranked(r) = self {
+            if let Some(rank) =
+                r.txn
+                    .on_enqueue(&mut r.units[u as usize], pkt, head, now, r.is_flow)
+            {
+                place(&mut r.queue, &mut r.handles, u, rank);
+            }
+        }
+    }
+
+    /// The unit to serve next (the same one until the next change).
+    #[inline]
+    pub(crate) fn select(&mut self, now: Nanos) -> Option<u32> {
+        match self {
+            NodeSched::Ranked(r) => r.queue.peek().map(|(_, _, &u)| u),
+            NodeSched::Hclock(h) => {
+                if let Some((_, tag, &u)) = h.reservations.peek() {
+                    if tag <= now {
+                        h.by_reservation = true;
+                        return Some(u);
+                    }
+                }
+                h.by_reservation = false;
+                h.shares.peek().map(|(_, _, &u)| u)
+            }
+        }
+    }
+
+    /// `u`, the unit `select` returned, sent `sent`; it stays queued with head
+    /// `next`, or leaves when `next` is `None`.
+    #[inline]
+    pub(crate) fn served(&mut self, u: u32, sent: &Packet, next: Option<&Packet>, now: Nanos) {
+        match self {
+            NodeSched::Ranked(r) => {
+                let rank = r
+                    .txn
+                    .on_dequeue(&mut r.units[u as usize], sent, next, now, r.is_flow);
+                if next.is_some() {
+                    place(&mut r.queue, &mut r.handles, u, rank);
+                } else {
+                    take(&mut r.queue, &mut r.handles, u);
+                }
+            }
+            NodeSched::Hclock(h) => {
+                let unit = &mut h.units[u as usize];
+                if h.by_reservation {
+                    unit.start += time_cost(sent.len, unit.reservation);
+                } else {
+                    h.vtime = h.vtime.max(unit.finish);
+                    unit.finish += vt_cost(sent.len, unit.weight);
+                }
+                let (r_tag, p_tag, reserved) = (unit.start, unit.finish, unit.reservation > 0);
+                if next.is_some() {
+                    if reserved {
+                        place(&mut h.reservations, &mut h.rh, u, r_tag);
+                    }
+                    place(&mut h.shares, &mut h.ph, u, p_tag);
+                } else {
+                    take(&mut h.reservations, &mut h.rh, u);
+                    take(&mut h.shares, &mut h.ph, u);
+                }
+            }
+        }
+    }
+
+    /// Checks that the queued units are exactly those flagged active.
+    pub(crate) fn check_invariants(&self) {
+        match self {
+            NodeSched::Ranked(r) => {
+                r.queue.check_invariants();
+                let flagged = r.handles.iter().filter(|h| h.is_some()).count();
+                assert_eq!(
+                    flagged,
+                    r.queue.len(),
+                    "ranked node: handles vs queue length"
+                );
+            }
+            NodeSched::Hclock(h) => {
+                h.reservations.check_invariants();
+                h.shares.check_invariants();
+                assert_eq!(
+                    h.ph.iter().filter(|x| x.is_some()).count(),
+                    h.shares.len(),
+                    "hclock share queue"
+                );
+                assert_eq!(
+                    h.rh.iter().filter(|x| x.is_some()).count(),
+                    h.reservations.len(),
+                    "hclock reservation queue"
+                );
+            }
+        }
+    }
+}
