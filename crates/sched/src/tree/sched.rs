@@ -55,6 +55,9 @@ pub(crate) struct Hclock {
 }
 
 /// A node's ordering of its units.
+// NB: the variants differ in size by one queue; both sit on every packet's path and
+// a tree has few nodes, so they stay inline rather than behind a pointer.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub(crate) enum NodeSched {
     Ranked(Ranked),

@@ -97,7 +97,7 @@ fn fixed(ns: Nanos) -> u128 {
 /// Time to send `bytes` at `rate` bits/s, in fixed-point nanoseconds.
 #[inline]
 fn cost(rate: u64, bytes: u64) -> u128 {
-    (u128::from(bytes) * 8 * 1_000_000_000 << FRAC) / u128::from(rate)
+    ((u128::from(bytes) * 8 * 1_000_000_000) << FRAC) / u128::from(rate)
 }
 
 /// A throttled unit: the node whose output is limited, and for per-flow leaves the
