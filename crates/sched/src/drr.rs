@@ -167,7 +167,10 @@ impl FlowCore for DrrCore {
 
     fn activate(&mut self, flow: FlowId, len: u32) {
         let f = &mut self.flows[flow as usize];
-        debug_assert!(f.quantum != 0 && !f.backlogged, "activate({flow}): not an idle flow");
+        debug_assert!(
+            f.quantum != 0 && !f.backlogged,
+            "activate({flow}): not an idle flow"
+        );
         f.backlogged = true;
         f.head_len = len;
         f.deficit = f.quantum;
@@ -195,7 +198,11 @@ impl FlowCore for DrrCore {
     }
 
     fn served(&mut self, flow: FlowId, next: Option<u32>) {
-        debug_assert_eq!(flow, self.head, "served({flow}) but the turn is {}'s", self.head);
+        debug_assert_eq!(
+            flow, self.head,
+            "served({flow}) but the turn is {}'s",
+            self.head
+        );
         let f = &mut self.flows[flow as usize];
         f.deficit -= u64::from(f.head_len);
         match next {
@@ -215,7 +222,10 @@ impl FlowCore for DrrCore {
         while f != NIL {
             assert!(!seen[f as usize], "flow {f} twice in the round-robin list");
             seen[f as usize] = true;
-            assert!(self.flows[f as usize].backlogged, "idle flow {f} in the list");
+            assert!(
+                self.flows[f as usize].backlogged,
+                "idle flow {f} in the list"
+            );
             n += 1;
             last = f;
             f = self.flows[f as usize].next;
@@ -280,16 +290,23 @@ mod tests {
     #[test]
     fn default_quantum_scales_with_weight() {
         let mut c = DrrCore::new(2).unwrap();
-        c.add_flow(0, FlowConfig::weight(3).max_packet(1000)).unwrap();
+        c.add_flow(0, FlowConfig::weight(3).max_packet(1000))
+            .unwrap();
         assert_eq!(c.quantum(0), Some(3000));
-        assert_eq!(c.add_flow(1, FlowConfig::weight(0)), Err(ConfigError::ZeroWeight { flow: 1 }));
+        assert_eq!(
+            c.add_flow(1, FlowConfig::weight(0)),
+            Err(ConfigError::ZeroWeight { flow: 1 })
+        );
         assert_eq!(
             c.add_flow(1, FlowConfig::weight(1).quantum(0)),
             Err(ConfigError::ZeroQuantum { flow: 1 })
         );
         assert!(matches!(
             c.add_flow(2, FlowConfig::weight(1)),
-            Err(ConfigError::FlowOutOfRange { flow: 2, max_flows: 2 })
+            Err(ConfigError::FlowOutOfRange {
+                flow: 2,
+                max_flows: 2
+            })
         ));
     }
 }

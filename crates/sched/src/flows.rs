@@ -42,7 +42,9 @@
 
 use crate::packet::{FlowId, Nanos, Packet};
 use crate::pool::{Fifo as List, PacketPool};
-use crate::scheduler::{Backlog, ConfigError, Counters, Drop, DropReason, FlowConfig, FlowScheduler, Scheduler};
+use crate::scheduler::{
+    Backlog, ConfigError, Counters, Drop, DropReason, FlowConfig, FlowScheduler, Scheduler,
+};
 
 /// The flow-ordering half of a per-flow scheduler; see the [module docs](self).
 pub trait FlowCore {
@@ -143,7 +145,10 @@ impl<C: FlowCore> PerFlow<C> {
 
     /// The packets of `flow`, head first (for tests and inspection).
     pub fn flow_packets(&self, flow: FlowId) -> impl Iterator<Item = &Packet> + '_ {
-        let fifo = self.flows.get(flow as usize).map_or(List::new(), |s| s.fifo);
+        let fifo = self
+            .flows
+            .get(flow as usize)
+            .map_or(List::new(), |s| s.fifo);
         self.pool.iter(&fifo)
     }
 
@@ -152,7 +157,8 @@ impl<C: FlowCore> PerFlow<C> {
     /// # Panics
     /// On a violated invariant, with a message naming it.
     pub fn check_invariants(&self) {
-        self.pool.check_invariants(self.flows.iter().map(|s| &s.fifo));
+        self.pool
+            .check_invariants(self.flows.iter().map(|s| &s.fifo));
         for (f, slot) in self.flows.iter().enumerate() {
             assert_eq!(
                 self.core.is_backlogged(f as FlowId),
@@ -161,7 +167,11 @@ impl<C: FlowCore> PerFlow<C> {
             );
         }
         let busy = self.flows.iter().filter(|s| !s.fifo.is_empty()).count();
-        assert_eq!(self.core.backlogged() as usize, busy, "backlogged flow count");
+        assert_eq!(
+            self.core.backlogged() as usize,
+            busy,
+            "backlogged flow count"
+        );
         assert_eq!(
             self.counters.implied_backlog(),
             self.pool.len() as u64,
@@ -249,7 +259,11 @@ impl<C: FlowCore> FlowScheduler for PerFlow<C> {
     }
 
     fn remove_flow(&mut self, flow: FlowId) -> Result<(), ConfigError> {
-        let Some(slot) = self.flows.get_mut(flow as usize).filter(|s| s.max_packet != 0) else {
+        let Some(slot) = self
+            .flows
+            .get_mut(flow as usize)
+            .filter(|s| s.max_packet != 0)
+        else {
             return Err(ConfigError::NoSuchFlow { flow });
         };
         if !slot.fifo.is_empty() {
@@ -264,10 +278,12 @@ impl<C: FlowCore> FlowScheduler for PerFlow<C> {
     }
 
     fn flow_backlog(&self, flow: FlowId) -> Backlog {
-        self.flows.get(flow as usize).map_or(Backlog::default(), |s| Backlog {
-            packets: u64::from(s.fifo.len()),
-            bytes: s.fifo.bytes(),
-        })
+        self.flows
+            .get(flow as usize)
+            .map_or(Backlog::default(), |s| Backlog {
+                packets: u64::from(s.fifo.len()),
+                bytes: s.fifo.bytes(),
+            })
     }
 }
 

@@ -55,7 +55,10 @@ impl VtHeap {
     }
 
     pub fn push(&mut self, e: Entry) {
-        debug_assert!(self.items.len() < self.items.capacity(), "heap over capacity");
+        debug_assert!(
+            self.items.len() < self.items.capacity(),
+            "heap over capacity"
+        );
         let mut i = self.items.len();
         self.items.push(e);
         while i > 0 {

@@ -66,10 +66,12 @@ impl Prio {
     /// Packets and bytes queued at one level.
     #[must_use]
     pub fn level_backlog(&self, level: u32) -> Backlog {
-        self.levels.get(level as usize).map_or(Backlog::default(), |l| Backlog {
-            packets: u64::from(l.len()),
-            bytes: l.bytes(),
-        })
+        self.levels
+            .get(level as usize)
+            .map_or(Backlog::default(), |l| Backlog {
+                packets: u64::from(l.len()),
+                bytes: l.bytes(),
+            })
     }
 
     /// Checks the occupancy word against the levels and the pool.
@@ -148,7 +150,9 @@ mod tests {
         p.enqueue(Packet::new(2, 100).class(5), 0).unwrap();
         p.enqueue(Packet::new(3, 100).class(5), 0).unwrap();
         p.enqueue(Packet::new(4, 100).class(0), 0).unwrap();
-        let order: Vec<u32> = std::iter::from_fn(|| p.dequeue(0)).map(|p| p.flow).collect();
+        let order: Vec<u32> = std::iter::from_fn(|| p.dequeue(0))
+            .map(|p| p.flow)
+            .collect();
         assert_eq!(order, [4, 2, 3, 1]);
         p.check_invariants();
     }

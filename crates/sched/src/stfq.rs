@@ -35,7 +35,9 @@ use crate::flows::{check_max_flows, flow_index, FlowCore, PerFlow};
 use crate::heap::{Entry, VtHeap};
 use crate::packet::FlowId;
 use crate::scheduler::{ConfigError, FlowConfig};
-use crate::vtime::{check_weight_and_size, inv_weight, vt_le, vt_max, VirtualClock, MAX_PACKET, MAX_WEIGHT};
+use crate::vtime::{
+    check_weight_and_size, inv_weight, vt_le, vt_max, VirtualClock, MAX_PACKET, MAX_WEIGHT,
+};
 
 /// Per-flow tags; `inv_w == 0` marks an unconfigured flow.
 #[derive(Clone, Copy, Debug, Default)]
@@ -150,7 +152,10 @@ impl FlowCore for StfqCore {
     fn activate(&mut self, flow: FlowId, len: u32) {
         let clock = self.clock;
         let fl = &mut self.flows[flow as usize];
-        debug_assert!(fl.inv_w != 0 && !fl.backlogged, "activate({flow}): not an idle flow");
+        debug_assert!(
+            fl.inv_w != 0 && !fl.backlogged,
+            "activate({flow}): not an idle flow"
+        );
         fl.s = if clock.is_ahead(fl.f, fl.f_epoch) {
             fl.f
         } else {
@@ -171,7 +176,11 @@ impl FlowCore for StfqCore {
 
     fn served(&mut self, flow: FlowId, next: Option<u32>) {
         let top = self.queue.pop();
-        debug_assert_eq!(top.map(|e| e.flow), Some(flow), "served({flow}) was not peeked");
+        debug_assert_eq!(
+            top.map(|e| e.flow),
+            Some(flow),
+            "served({flow}) was not peeked"
+        );
         let fl = &mut self.flows[flow as usize];
         // v is the start tag of the packet now in service.
         self.clock.advance_to(fl.s);
@@ -204,9 +213,18 @@ impl FlowCore for StfqCore {
             seen[e.flow as usize] = true;
             assert!(fl.backlogged, "idle flow {} queued", e.flow);
             assert_eq!(e.key, fl.s, "flow {}: key is not its start tag", e.flow);
-            assert!(vt_le(v, fl.s), "flow {}: start tag {} behind v={v}", e.flow, fl.s);
+            assert!(
+                vt_le(v, fl.s),
+                "flow {}: start tag {} behind v={v}",
+                e.flow,
+                fl.s
+            );
         }
-        assert_eq!(self.queue.len(), self.backlogged as usize, "backlogged flows vs heap");
+        assert_eq!(
+            self.queue.len(),
+            self.backlogged as usize,
+            "backlogged flows vs heap"
+        );
     }
 }
 

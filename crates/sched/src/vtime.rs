@@ -362,7 +362,10 @@ mod tests {
             c.serve(1 << 15);
         }
         assert_eq!(c.epoch(), 2);
-        assert!(!c.is_ahead(f, f_epoch), "a stamp from two wraps ago is behind");
+        assert!(
+            !c.is_ahead(f, f_epoch),
+            "a stamp from two wraps ago is behind"
+        );
         let g = c.now().wrapping_add(1 << 50);
         assert!(c.is_ahead(g, c.epoch_of(g)));
         let h = c.now().wrapping_sub(1 << 50);
@@ -384,7 +387,11 @@ mod tests {
         }
         assert_eq!(
             d.add_weight(7, 1),
-            Err(ConfigError::WeightSumTooLarge { flow: 7, total: MAX_WEIGHT_SUM + 1, max: MAX_WEIGHT_SUM })
+            Err(ConfigError::WeightSumTooLarge {
+                flow: 7,
+                total: MAX_WEIGHT_SUM + 1,
+                max: MAX_WEIGHT_SUM
+            })
         );
     }
 

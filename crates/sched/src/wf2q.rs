@@ -199,7 +199,10 @@ impl FlowCore for Wf2qCore {
     fn activate(&mut self, flow: FlowId, len: u32) {
         let clock = self.clock;
         let fl = &mut self.flows[flow as usize];
-        debug_assert!(fl.inv_w != 0 && !fl.backlogged, "activate({flow}): not an idle flow");
+        debug_assert!(
+            fl.inv_w != 0 && !fl.backlogged,
+            "activate({flow}): not an idle flow"
+        );
         fl.s = if clock.is_ahead(fl.f, fl.f_epoch) {
             fl.f
         } else {
@@ -219,7 +222,11 @@ impl FlowCore for Wf2qCore {
 
     fn served(&mut self, flow: FlowId, next: Option<u32>) {
         let top = self.eligible.pop();
-        debug_assert_eq!(top.map(|e| e.flow), Some(flow), "served({flow}) was not peeked");
+        debug_assert_eq!(
+            top.map(|e| e.flow),
+            Some(flow),
+            "served({flow}) was not peeked"
+        );
         let fl = &mut self.flows[flow as usize];
         self.clock.serve(fl.head_len);
         fl.s = fl.f;
@@ -252,7 +259,12 @@ impl FlowCore for Wf2qCore {
             seen[e.flow as usize] = true;
             assert!(fl.backlogged, "idle flow {} is eligible", e.flow);
             assert_eq!(e.key, fl.f, "flow {}: eligible key is not F", e.flow);
-            assert!(vt_le(fl.s, v), "flow {}: eligible with S={} > V={v}", e.flow, fl.s);
+            assert!(
+                vt_le(fl.s, v),
+                "flow {}: eligible with S={} > V={v}",
+                e.flow,
+                fl.s
+            );
         }
         for e in self.waiting.iter() {
             let fl = &self.flows[e.flow as usize];
@@ -260,11 +272,22 @@ impl FlowCore for Wf2qCore {
             seen[e.flow as usize] = true;
             assert!(fl.backlogged, "idle flow {} is waiting", e.flow);
             assert_eq!(e.key, fl.s, "flow {}: waiting key is not S", e.flow);
-            assert!(vt_gt(fl.s, v), "flow {}: waiting with S={} <= V={v}", e.flow, fl.s);
+            assert!(
+                vt_gt(fl.s, v),
+                "flow {}: waiting with S={} <= V={v}",
+                e.flow,
+                fl.s
+            );
         }
         let queued = seen.iter().filter(|&&b| b).count();
-        assert_eq!(queued, self.backlogged as usize, "backlogged flows vs heaps");
-        assert!(self.backlogged == 0 || !self.eligible.is_empty(), "backlog but nobody eligible");
+        assert_eq!(
+            queued, self.backlogged as usize,
+            "backlogged flows vs heaps"
+        );
+        assert!(
+            self.backlogged == 0 || !self.eligible.is_empty(),
+            "backlog but nobody eligible"
+        );
     }
 }
 
@@ -340,13 +363,19 @@ mod tests {
     #[test]
     fn rejects_bad_configs() {
         let mut c = Wf2qCore::new(2).unwrap();
-        assert_eq!(c.add_flow(0, FlowConfig::weight(0)), Err(ConfigError::ZeroWeight { flow: 0 }));
+        assert_eq!(
+            c.add_flow(0, FlowConfig::weight(0)),
+            Err(ConfigError::ZeroWeight { flow: 0 })
+        );
         assert!(matches!(
             c.add_flow(0, FlowConfig::weight(1).max_packet(MAX_PACKET + 1)),
             Err(ConfigError::BadMaxPacket { .. })
         ));
         c.add_flow(0, FlowConfig::weight(1)).unwrap();
-        assert_eq!(c.add_flow(0, FlowConfig::weight(1)), Err(ConfigError::DuplicateFlow { flow: 0 }));
+        assert_eq!(
+            c.add_flow(0, FlowConfig::weight(1)),
+            Err(ConfigError::DuplicateFlow { flow: 0 })
+        );
         assert!(Wf2qCore::new(0).is_err());
     }
 }
