@@ -20,6 +20,20 @@
 //!   `phi_k W(t1, t2) - W_k(t1, t2)` over intervals during which `k` is
 //!   continuously backlogged, in bytes. `t2` ranges over all instants, not only
 //!   packet completions (the paper's slightly more general form).
+//! - **B-WFI over queued intervals**: the same maximum over the intervals during
+//!   which the flow has a packet waiting in the scheduler, each extended to the end
+//!   of the transmission of the packet that emptied its queue. This is the scope of
+//!   the proofs of qfq.txt Theorem 1 (and of the exact-timestamp variant for
+//!   WF²Q+): they follow the flow's timestamps across `[t1, t2]`, which requires
+//!   the flow to stay in the scheduler's set of backlogged flows `B(t)`. A
+//!   scheduler drops a flow from `B(t)` when its last queued packet starts
+//!   transmission (it has no head packet left to timestamp); a packet that arrives
+//!   during that transmission re-enters it through eq. (2), `S = max(V, F)`, after
+//!   eq. (3) may have moved `V` to another flow's start. A flow fed just in time
+//!   is thus continuously backlogged in the fluid sense while it leaves and
+//!   re-enters `B(t)` at every packet, and can lose up to one packet of another
+//!   flow at each re-entry: its fluid B-WFI is not bounded by the theorem (the
+//!   tests of eiffel-sim show WF²Q+ exceeding it), while the queued B-WFI is.
 //! - **T-WFI** (qfq.txt eq. (11)): the largest `t_c - t_a - Q_k(t_a+) / (phi_k R)`
 //!   over the packets of `k`, in nanoseconds, where `t_a` and `t_c` are the arrival
 //!   and completion times of the packet and `Q_k(t_a+)` is the backlog of `k` just
@@ -72,8 +86,11 @@ pub struct FlowReport {
     pub held: usize,
     /// `L_k`: the largest packet transmitted.
     pub max_len: u32,
-    /// B-WFI in bytes.
+    /// B-WFI in bytes, over intervals in which the flow owns untransmitted bytes.
     pub b_wfi_bytes: f64,
+    /// B-WFI in bytes, over intervals in which the flow has packets waiting in the
+    /// scheduler (the scope of the papers' proofs; see the module docs).
+    pub b_wfi_queued_bytes: f64,
     /// T-WFI in nanoseconds (negative if every packet beat its guarantee).
     pub t_wfi_ns: f64,
     /// Worst lag behind GPS in bytes.
@@ -152,7 +169,13 @@ impl Service {
 /// # Panics
 /// If a flow of the trace has no weight in `weights`.
 #[must_use]
-pub fn audit_with(trace: &Trace, run: &Run, gps: &Gps, weights: &[f64], opts: AuditOptions) -> Report {
+pub fn audit_with(
+    trace: &Trace,
+    run: &Run,
+    gps: &Gps,
+    weights: &[f64],
+    opts: AuditOptions,
+) -> Report {
     let link = run.link;
     let arrivals = trace.arrivals();
     let total_w: f64 = weights.iter().sum();
@@ -203,20 +226,35 @@ pub fn audit_with(trace: &Trace, run: &Run, gps: &Gps, weights: &[f64], opts: Au
             events.push((e, 0, arrivals[i].len));
         }
         events.sort_unstable_by_key(|&(t, kind, _)| (t, kind));
-        let (mut backlog, mut low, mut b_wfi) = (0u64, 0f64, 0f64);
+        // Two notions of a backlogged period: the fluid one (untransmitted bytes)
+        // and the scheduler's (packets waiting to start); see the module docs.
+        let (mut backlog, mut waiting) = (0u64, 0u32);
+        let (mut low, mut low_q, mut b_wfi, mut b_wfi_q) = (0f64, 0f64, 0f64, 0f64);
         for &(t, kind, len) in &events {
             match kind {
                 0 => {
                     backlog -= u64::from(len);
-                    low = low.min(d(t));
+                    let dt = d(t);
+                    low = low.min(dt);
+                    low_q = low_q.min(dt);
                 }
                 1 => {
+                    let dt = d(t);
                     if backlog == 0 {
-                        low = d(t);
+                        low = dt;
+                    }
+                    if waiting == 0 {
+                        low_q = dt;
                     }
                     backlog += u64::from(len);
+                    waiting += 1;
                 }
-                _ => b_wfi = b_wfi.max(d(t) - low),
+                _ => {
+                    waiting -= 1;
+                    let dt = d(t);
+                    b_wfi = b_wfi.max(dt - low);
+                    b_wfi_q = b_wfi_q.max(dt - low_q);
+                }
             }
         }
 
@@ -258,26 +296,45 @@ pub fn audit_with(trace: &Trace, run: &Run, gps: &Gps, weights: &[f64], opts: Au
             dropped: arrivals
                 .iter()
                 .enumerate()
-                .filter(|&(i, a)| a.flow as usize == k && matches!(run.outcomes[i], Outcome::Dropped(_)))
+                .filter(|&(i, a)| {
+                    a.flow as usize == k && matches!(run.outcomes[i], Outcome::Dropped(_))
+                })
                 .count(),
             held,
             max_len: sent.iter().map(|&i| arrivals[i].len).max().unwrap_or(0),
             b_wfi_bytes: b_wfi,
+            b_wfi_queued_bytes: b_wfi_q,
             t_wfi_ns: if t_wfi.is_finite() { t_wfi } else { 0.0 },
             worst_lag_bytes: lag,
             worst_delay_vs_gps_ns: if delay.is_finite() { delay } else { 0.0 },
-            share: if window_total > 0.0 { w_k / window_total } else { 0.0 },
+            share: if window_total > 0.0 {
+                w_k / window_total
+            } else {
+                0.0
+            },
             gps_share: g_k,
             normalized: if g_k > 0.0 { w_k / g_k } else { f64::NAN },
         });
     }
     let gps_total: f64 = flows.iter().map(|f| f.gps_share).sum();
     for f in &mut flows {
-        f.gps_share = if gps_total > 0.0 { f.gps_share / gps_total } else { 0.0 };
+        f.gps_share = if gps_total > 0.0 {
+            f.gps_share / gps_total
+        } else {
+            0.0
+        };
     }
-    let xs: Vec<f64> = flows.iter().map(|f| f.normalized).filter(|x| x.is_finite()).collect();
+    let xs: Vec<f64> = flows
+        .iter()
+        .map(|f| f.normalized)
+        .filter(|x| x.is_finite())
+        .collect();
     let (sum, sq): (f64, f64) = xs.iter().fold((0.0, 0.0), |(s, q), x| (s + x, q + x * x));
-    let jain = if xs.is_empty() { 1.0 } else { sum * sum / (xs.len() as f64 * sq) };
+    let jain = if xs.is_empty() {
+        1.0
+    } else {
+        sum * sum / (xs.len() as f64 * sq)
+    };
     let max_len = flows.iter().map(|f| f.max_len).max().unwrap_or(0);
     Report {
         flows,
@@ -299,7 +356,11 @@ mod tests {
     const LINK: Link = Link::new(8_000_000_000);
 
     fn trace(a: &[(u64, u32, u32)]) -> Trace {
-        Trace::new(a.iter().map(|&(at, flow, len)| Arrival { at, flow, len }).collect())
+        Trace::new(
+            a.iter()
+                .map(|&(at, flow, len)| Arrival { at, flow, len })
+                .collect(),
+        )
     }
 
     #[test]
@@ -318,23 +379,37 @@ mod tests {
         // Backlogged over [0, 11000]: phi W = 5500, W_1 over [0, 10000] is 0:
         // the largest deficit is 0.5 * 10000 - 0 = 5000 bytes.
         assert_eq!(f1.b_wfi_bytes, 5000.0);
+        assert_eq!(f1.b_wfi_queued_bytes, 5000.0);
         // GPS finishes flow 1 at 2000: delay 9000; its lag peaks at 1000 bytes
         // (GPS done, FIFO not started) when its transmission starts.
         assert_eq!(f1.worst_delay_vs_gps_ns, 9000.0);
         assert_eq!(f1.worst_lag_bytes, 1000.0);
         // Flow 0: FIFO completes each of its packets 1000 ns before GPS does.
         assert_eq!(rep.flows[0].worst_delay_vs_gps_ns, -1000.0);
-        assert_eq!((rep.flows[0].packets, rep.flows[1].bytes, rep.max_len), (10, 1000, 1000));
+        assert_eq!(
+            (rep.flows[0].packets, rep.flows[1].bytes, rep.max_len),
+            (10, 1000, 1000)
+        );
     }
 
     #[test]
     fn fair_round_robin_has_small_indices_and_fair_shares() {
         // Two flows alternating 1000-byte packets, arriving together.
-        let a: Vec<_> = (0..20).map(|i| (i / 2 * 2000, i as u32 % 2, 1000)).collect();
+        let a: Vec<_> = (0..20)
+            .map(|i| (i / 2 * 2000, i as u32 % 2, 1000))
+            .collect();
         let t = trace(&a);
         let mut q = Fifo::new(64);
         let r = run(&mut q, &t, LINK);
-        let rep = audit_with(&t, &r, &Gps::for_run(&t, &[1.0, 1.0], &r), &[1.0, 1.0], AuditOptions { window_ns: Some((0, 20_000)) });
+        let rep = audit_with(
+            &t,
+            &r,
+            &Gps::for_run(&t, &[1.0, 1.0], &r),
+            &[1.0, 1.0],
+            AuditOptions {
+                window_ns: Some((0, 20_000)),
+            },
+        );
         for f in &rep.flows {
             assert!((f.share - 0.5).abs() < 1e-12, "{f:?}");
             assert!((f.gps_share - 0.5).abs() < 1e-12);
@@ -352,7 +427,15 @@ mod tests {
         let t = trace(&a);
         let mut q = Fifo::new(256);
         let r = run(&mut q, &t, LINK);
-        let rep = audit_with(&t, &r, &Gps::for_run(&t, &[1.0, 1.0], &r), &[1.0, 1.0], AuditOptions { window_ns: Some((0, 100_000)) });
+        let rep = audit_with(
+            &t,
+            &r,
+            &Gps::for_run(&t, &[1.0, 1.0], &r),
+            &[1.0, 1.0],
+            AuditOptions {
+                window_ns: Some((0, 100_000)),
+            },
+        );
         // x = (2, 0): (2)^2 / (2 * 4) = 0.5.
         assert!((rep.jain - 0.5).abs() < 1e-12, "{}", rep.jain);
         assert!((rep.flows[0].share - 1.0).abs() < 1e-12);

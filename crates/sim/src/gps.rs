@@ -81,7 +81,12 @@ impl Gps {
     /// # Panics
     /// If a packet's flow has no positive weight.
     #[must_use]
-    pub fn simulate(trace: &Trace, weights: &[f64], link: Link, include: impl Fn(usize) -> bool) -> Gps {
+    pub fn simulate(
+        trace: &Trace,
+        weights: &[f64],
+        link: Link,
+        include: impl Fn(usize) -> bool,
+    ) -> Gps {
         let rate = link.bytes_per_ns();
         let n_flows = weights.len();
         let arrivals = trace.arrivals();
@@ -124,7 +129,9 @@ impl Gps {
                     let start_v = v.max(last_finish[k]);
                     let finish_v = start_v + f64::from(a.len) / w;
                     last_finish[k] = finish_v;
-                    let before = per_flow[k].last().map_or(0.0, |&(p, b)| b + f64::from(arrivals[p].len));
+                    let before = per_flow[k]
+                        .last()
+                        .map_or(0.0, |&(p, b)| b + f64::from(arrivals[p].len));
                     per_flow[k].push((j, before));
                     packets[j] = Some(FluidPacket {
                         start_v,
@@ -267,8 +274,16 @@ mod tests {
     #[test]
     fn excluded_packets_do_not_exist() {
         let trace = Trace::new(vec![
-            Arrival { at: 0, flow: 0, len: 1000 },
-            Arrival { at: 0, flow: 1, len: 1000 },
+            Arrival {
+                at: 0,
+                flow: 0,
+                len: 1000,
+            },
+            Arrival {
+                at: 0,
+                flow: 1,
+                len: 1000,
+            },
         ]);
         let g = Gps::simulate(&trace, &[1.0, 1.0], LINK, |i| i == 0);
         assert_eq!(g.packets[0].unwrap().finish_ns, 1000.0);

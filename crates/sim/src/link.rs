@@ -87,7 +87,7 @@ mod tests {
         assert_eq!(l.bytes_per_ns(), 0.125);
         // 3 Gbit/s: 1 byte takes 8/3 ns; time stays exact in ticks.
         let l = Link::new(3_000_000_000);
-        assert_eq!(l.tx_ticks(3) , l.ticks(8));
+        assert_eq!(l.tx_ticks(3), l.ticks(8));
         assert_eq!(l.nanos_floor(l.tx_ticks(1)), 2);
     }
 }

@@ -118,17 +118,37 @@ mod tests {
     fn fifo_on_a_gigabit_link() {
         let link = Link::new(1_000_000_000);
         let trace = Trace::new(vec![
-            Arrival { at: 0, flow: 0, len: 1000 },
-            Arrival { at: 0, flow: 1, len: 500 },
-            Arrival { at: 20_000, flow: 0, len: 100 },
-            Arrival { at: 20_000, flow: 0, len: 100 },
+            Arrival {
+                at: 0,
+                flow: 0,
+                len: 1000,
+            },
+            Arrival {
+                at: 0,
+                flow: 1,
+                len: 500,
+            },
+            Arrival {
+                at: 20_000,
+                flow: 0,
+                len: 100,
+            },
+            Arrival {
+                at: 20_000,
+                flow: 0,
+                len: 100,
+            },
         ]);
         let mut q = Fifo::new(3);
         let r = run(&mut q, &trace, link);
         let ns = |t: Ticks| link.nanos(t);
-        let Outcome::Sent { start, end } = r.outcomes[1] else { panic!() };
+        let Outcome::Sent { start, end } = r.outcomes[1] else {
+            panic!()
+        };
         assert_eq!((ns(start), ns(end)), (8_000.0, 12_000.0));
-        let Outcome::Sent { start, .. } = r.outcomes[2] else { panic!() };
+        let Outcome::Sent { start, .. } = r.outcomes[2] else {
+            panic!()
+        };
         assert_eq!(ns(start), 20_000.0, "the link idled until the arrival");
         assert_eq!(r.order, [0, 1, 2, 3]);
         assert_eq!((r.sent(), r.dropped()), (4, 0));
@@ -137,7 +157,15 @@ mod tests {
     #[test]
     fn drops_are_recorded() {
         let link = Link::new(1_000_000_000);
-        let trace = Trace::new((0..5).map(|_| Arrival { at: 0, flow: 0, len: 100 }).collect());
+        let trace = Trace::new(
+            (0..5)
+                .map(|_| Arrival {
+                    at: 0,
+                    flow: 0,
+                    len: 100,
+                })
+                .collect(),
+        );
         let mut q = Fifo::new(2);
         let r = run(&mut q, &trace, link);
         // All five arrive before the link asks: two fit, three are dropped.

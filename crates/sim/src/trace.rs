@@ -55,7 +55,11 @@ impl Trace {
     /// One more than the largest flow id.
     #[must_use]
     pub fn flows(&self) -> usize {
-        self.arrivals.iter().map(|a| a.flow as usize + 1).max().unwrap_or(0)
+        self.arrivals
+            .iter()
+            .map(|a| a.flow as usize + 1)
+            .max()
+            .unwrap_or(0)
     }
 
     /// The descriptor of arrival `i`, its index as the buffer id.
@@ -231,6 +235,14 @@ mod tests {
     fn packets_carry_their_index_as_buffer() {
         let t = generate(&specs(), 1_000_000, 3);
         let p = t.packet(5);
-        assert_eq!((p.buffer, p.flow, p.len, p.arrival), (5, t.arrivals()[5].flow, t.arrivals()[5].len, t.arrivals()[5].at));
+        assert_eq!(
+            (p.buffer, p.flow, p.len, p.arrival),
+            (
+                5,
+                t.arrivals()[5].flow,
+                t.arrivals()[5].len,
+                t.arrivals()[5].at
+            )
+        );
     }
 }
