@@ -3,6 +3,8 @@
 
 use clap::{Args, Subcommand};
 
+mod queues;
+
 /// Options every benchmark accepts.
 #[derive(Debug, Clone, Args)]
 pub struct CommonOpts {
@@ -16,12 +18,18 @@ pub struct CommonOpts {
 
 /// The benchmark to run.
 #[derive(Debug, Subcommand)]
-pub enum BenchCommand {}
+pub enum BenchCommand {
+    /// Integer priority queues: Mpps against packets per bucket and occupancy, and the
+    /// approximate queue's error (Eiffel Figs. 12-14).
+    Queues(CommonOpts),
+}
 
 /// An error a benchmark reports instead of results.
 pub type BenchError = Box<dyn std::error::Error>;
 
 /// Runs one benchmark.
 pub fn run(cmd: BenchCommand) -> Result<(), BenchError> {
-    match cmd {}
+    match cmd {
+        BenchCommand::Queues(opts) => queues::run(&opts),
+    }
 }
