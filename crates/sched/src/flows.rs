@@ -209,11 +209,10 @@ impl<C: FlowCore> Scheduler for PerFlow<C> {
     fn dequeue(&mut self, _now: Nanos) -> Option<Packet> {
         let flow = self.core.peek()?;
         let slot = &mut self.flows[flow as usize];
-        let Some(pkt) = self.pool.pop_front(&mut slot.fifo) else {
+        let Some((pkt, next)) = self.pool.pop_front_next(&mut slot.fifo) else {
             debug_assert!(false, "core chose flow {flow}, whose FIFO is empty");
             return None;
         };
-        let next = self.pool.front(&slot.fifo).map(|p| p.len);
         self.core.served(flow, next);
         self.bytes -= u64::from(pkt.len);
         self.counters.on_dequeue(pkt.len);

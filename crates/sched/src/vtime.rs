@@ -247,11 +247,9 @@ impl VirtualClock {
 
     fn set_weight_sum(&mut self, wsum: u64) {
         self.wsum_in_use = wsum;
-        self.inv_wsum = if wsum == 0 {
-            0
-        } else {
-            (1u64 << (FRAC_BITS + EXTRA_BITS)) / wsum
-        };
+        self.inv_wsum = (1u64 << (FRAC_BITS + EXTRA_BITS))
+            .checked_div(wsum)
+            .unwrap_or(0);
     }
 
     /// Advances `V` by `len / W`: the service of a packet of `len` bytes.

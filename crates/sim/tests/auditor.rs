@@ -62,8 +62,8 @@ proptest! {
         }
         instants.sort_unstable();
         instants.dedup();
-        for k in 0..n {
-            let phi = wf[k] / total;
+        for (k, w) in wf.iter().enumerate() {
+            let phi = w / total;
             let d = |t: u128| phi * served(&run, &trace, t, |_| true) - served(&run, &trace, t, |f| f == k);
             // Fluid backlog of k just after t: arrived (at or before t) minus sent.
             let backlog = |t: u128| {
