@@ -12,7 +12,8 @@
 //! quanta, so with the default quantum they follow the weights when flows declare
 //! the same maximum packet size; give explicit quanta otherwise.
 //!
-//! Cost: `activate` and `served` are O(1). `peek` is O(1) amortised when every
+//! Weights only set the default quantum, so their sum is not limited (quanta are
+//! `u64`). Cost: `activate` and `served` are O(1). `peek` is O(1) amortised when every
 //! quantum is at least the flow's packet sizes (each visit to a flow then either
 //! serves it or recharges it once per turn); a flow whose quantum is smaller than its
 //! head needs `ceil(head / quantum)` turns, and `peek` walks them.

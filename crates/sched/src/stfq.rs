@@ -20,7 +20,8 @@
 //!
 //! One binary heap of backlogged flows ordered by the start tag of their head
 //! (ties in timestamping order): `activate` and `served` cost O(log N), `peek`
-//! O(1). STFQ needs no sum of weights: `v` comes from the tags themselves.
+//! O(1). STFQ needs no sum of weights (`v` comes from the tags themselves), so
+//! only each weight is limited ([`crate::vtime::MAX_WEIGHT`]), not their sum.
 //!
 //! # Deviations
 //!

@@ -589,7 +589,7 @@ impl Reference for RefQfq {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
     fn drr_matches_reference(sc in scenario()) {
@@ -771,4 +771,4 @@ fn qfq_churn_matches_reference() {
     );
 }
 
-const CHURN_SEEDS: u64 = 150;
+const CHURN_SEEDS: u64 = 100;
