@@ -4,6 +4,7 @@
 use clap::{Args, Subcommand};
 
 mod queues;
+mod sched;
 
 /// Options every benchmark accepts.
 #[derive(Debug, Clone, Args)]
@@ -22,6 +23,9 @@ pub enum BenchCommand {
     /// Integer priority queues: Mpps against packets per bucket and occupancy, and the
     /// approximate queue's error (Eiffel Figs. 12-14).
     Queues(CommonOpts),
+    /// Fair-queueing schedulers: ns per enqueue/dequeue pair for NONE, FIFO, DRR,
+    /// QFQ and WF2Q+ from 1 to 32768 flows (QFQ paper, Table 4).
+    Sched(CommonOpts),
 }
 
 /// An error a benchmark reports instead of results.
@@ -31,5 +35,6 @@ pub type BenchError = Box<dyn std::error::Error>;
 pub fn run(cmd: BenchCommand) -> Result<(), BenchError> {
     match cmd {
         BenchCommand::Queues(opts) => queues::run(&opts),
+        BenchCommand::Sched(opts) => sched::run(&opts),
     }
 }

@@ -1,0 +1,312 @@
+//! Per-flow scheduling split in two halves: a [`FlowCore`] that orders flow ids
+//! knowing only the length of each flow's head packet, and [`PerFlow`], which
+//! stores the packets and drives a core.
+//!
+//! # Why the split
+//!
+//! DRR, WF2Q+, QFQ and STFQ never look past the head packet of a flow: every
+//! decision depends on the flow's weight, its history (deficit or timestamps) and
+//! the length of the packet it would send next. A core therefore schedules *flow
+//! ids*, and whatever "packet" means is left to its user:
+//!
+//! - [`PerFlow`] keeps one FIFO of packets per flow in a [`PacketPool`] and tells
+//!   the core the length of each FIFO's head; `PerFlow<QfqCore>` is the QFQ packet
+//!   scheduler ([`crate::Qfq`]), and likewise for the others.
+//! - A hierarchical policy uses a core as the discipline of an internal node, whose
+//!   "flows" are its child nodes and whose "head packet" is whatever the child will
+//!   send next. The core API below is all such a node needs.
+//!
+//! # The core protocol
+//!
+//! A flow is *idle* or *backlogged* in the core. The user drives these transitions
+//! and the core keeps its order:
+//!
+//! 1. [`FlowCore::activate`]`(f, len)`: idle flow `f` now has a head of `len` bytes.
+//! 2. [`FlowCore::peek`]: the backlogged flow whose head goes next (repeatable: two
+//!    calls without a `served` in between return the same flow).
+//! 3. [`FlowCore::served`]`(f, next)`: the flow returned by `peek` has sent its head
+//!    (the length given when that head was reported); `next` is the length of its
+//!    new head, or `None` if it became idle.
+//!
+//! The length of a head is fixed once reported: timestamp-based cores compute the
+//! flow's finish time from it. A user whose "head" may change (a child node that
+//! receives a more urgent packet) commits to the length reported, as hierarchical
+//! fair queueing does, and reports the change with its next `served`.
+//!
+//! Preconditions (checked by `debug_assert!`, unspecified but memory-safe results
+//! in release builds): `activate` only for configured idle flows and with a length
+//! of at most the flow's `max_packet`; `served` only for the flow `peek` returned.
+//! Cores never allocate after construction, and every operation of every core
+//! except `peek` of DRR with quanta smaller than packets is O(1) or O(log N) as its
+//! module documents.
+
+use crate::packet::{FlowId, Nanos, Packet};
+use crate::pool::{Fifo as List, PacketPool};
+use crate::scheduler::{
+    Backlog, ConfigError, Counters, Drop, DropReason, FlowConfig, FlowScheduler, Scheduler,
+};
+
+/// The flow-ordering half of a per-flow scheduler; see the [module docs](self).
+pub trait FlowCore {
+    /// Short algorithm name (`"qfq"`, `"drr"`, ...).
+    fn name(&self) -> &'static str;
+
+    /// Flow ids accepted by this core are `0..max_flows()`.
+    fn max_flows(&self) -> u32;
+
+    /// Configures a flow (weight, maximum packet size, quantum). Validates the
+    /// configuration against the algorithm's ranges and names what is wrong.
+    fn add_flow(&mut self, flow: FlowId, cfg: FlowConfig) -> Result<(), ConfigError>;
+
+    /// Removes an idle flow.
+    fn remove_flow(&mut self, flow: FlowId) -> Result<(), ConfigError>;
+
+    /// The configuration of `flow`, if configured.
+    fn flow_config(&self, flow: FlowId) -> Option<FlowConfig>;
+
+    /// Whether `flow` is backlogged (between `activate` and `served(_, None)`).
+    fn is_backlogged(&self, flow: FlowId) -> bool;
+
+    /// Number of backlogged flows.
+    fn backlogged(&self) -> u32;
+
+    /// Idle flow `flow` became backlogged with a head of `len` bytes.
+    fn activate(&mut self, flow: FlowId, len: u32);
+
+    /// The backlogged flow to serve next, or `None` if no flow is backlogged.
+    fn peek(&mut self) -> Option<FlowId>;
+
+    /// `flow`, the one `peek` returned, sent its head; `next` is the length of its
+    /// new head, `None` if it is now idle.
+    fn served(&mut self, flow: FlowId, next: Option<u32>);
+
+    /// Checks the core's internal invariants (tests call it after every operation).
+    ///
+    /// # Panics
+    /// On a violated invariant, with a message naming it.
+    fn check_invariants(&self) {}
+}
+
+/// Per-flow packet state kept by [`PerFlow`].
+#[derive(Clone, Copy, Debug)]
+struct FlowSlot {
+    fifo: List,
+    /// Largest accepted packet; 0 while the flow is not configured.
+    max_packet: u32,
+    /// Most packets the flow may have queued.
+    limit: u32,
+}
+
+/// A packet scheduler made of a [`FlowCore`] and one packet FIFO per flow.
+///
+/// Packets are classified by [`Packet::flow`]. Admission drops, each counted:
+/// [`DropReason::UnknownFlow`] (flow not configured), [`DropReason::TooLarge`]
+/// (longer than the flow's `max_packet`), [`DropReason::FlowLimit`] (the flow's
+/// `limit` reached), [`DropReason::QueueFull`] (the shared pool is full).
+/// `enqueue` and `dequeue` cost one pool operation plus one core operation.
+#[derive(Clone, Debug)]
+pub struct PerFlow<C> {
+    core: C,
+    pool: PacketPool,
+    flows: Vec<FlowSlot>,
+    /// Bytes queued in `pool`.
+    bytes: u64,
+    counters: Counters,
+}
+
+impl<C: FlowCore> PerFlow<C> {
+    /// A scheduler around `core` holding at most `capacity` packets in total.
+    ///
+    /// Flow and packet storage is allocated here, for `core.max_flows()` flows.
+    #[must_use]
+    pub fn from_core(core: C, capacity: usize) -> Self {
+        let flows = vec![
+            FlowSlot {
+                fifo: List::new(),
+                max_packet: 0,
+                limit: 0,
+            };
+            core.max_flows() as usize
+        ];
+        PerFlow {
+            core,
+            pool: PacketPool::with_capacity(capacity),
+            flows,
+            bytes: 0,
+            counters: Counters::default(),
+        }
+    }
+
+    /// The scheduling core.
+    #[must_use]
+    pub fn core(&self) -> &C {
+        &self.core
+    }
+
+    /// The packets of `flow`, head first (for tests and inspection).
+    pub fn flow_packets(&self, flow: FlowId) -> impl Iterator<Item = &Packet> + '_ {
+        let fifo = self
+            .flows
+            .get(flow as usize)
+            .map_or(List::new(), |s| s.fifo);
+        self.pool.iter(&fifo)
+    }
+
+    /// Checks the pool, the per-flow FIFOs, the core and their agreement.
+    ///
+    /// # Panics
+    /// On a violated invariant, with a message naming it.
+    pub fn check_invariants(&self) {
+        self.pool
+            .check_invariants(self.flows.iter().map(|s| &s.fifo));
+        for (f, slot) in self.flows.iter().enumerate() {
+            assert_eq!(
+                self.core.is_backlogged(f as FlowId),
+                !slot.fifo.is_empty(),
+                "flow {f}: core backlog state disagrees with its FIFO"
+            );
+        }
+        let busy = self.flows.iter().filter(|s| !s.fifo.is_empty()).count();
+        assert_eq!(
+            self.core.backlogged() as usize,
+            busy,
+            "backlogged flow count"
+        );
+        assert_eq!(
+            self.counters.implied_backlog(),
+            self.pool.len() as u64,
+            "accounting: enqueued != dequeued + dropped + queued"
+        );
+        self.core.check_invariants();
+    }
+}
+
+impl<C: FlowCore> Scheduler for PerFlow<C> {
+    fn enqueue(&mut self, pkt: Packet, _now: Nanos) -> Result<(), Drop> {
+        self.counters.on_enqueue(pkt.len);
+        let Some(slot) = self.flows.get_mut(pkt.flow as usize) else {
+            return Err(self.counters.drop_packet(pkt, DropReason::UnknownFlow));
+        };
+        if slot.max_packet == 0 {
+            return Err(self.counters.drop_packet(pkt, DropReason::UnknownFlow));
+        }
+        if pkt.len > slot.max_packet {
+            return Err(self.counters.drop_packet(pkt, DropReason::TooLarge));
+        }
+        if slot.fifo.len() >= slot.limit {
+            return Err(self.counters.drop_packet(pkt, DropReason::FlowLimit));
+        }
+        if let Err(pkt) = self.pool.push_back(&mut slot.fifo, pkt) {
+            return Err(self.counters.drop_packet(pkt, DropReason::QueueFull));
+        }
+        self.bytes += u64::from(pkt.len);
+        if slot.fifo.len() == 1 {
+            self.core.activate(pkt.flow, pkt.len);
+        }
+        Ok(())
+    }
+
+    fn dequeue(&mut self, _now: Nanos) -> Option<Packet> {
+        let flow = self.core.peek()?;
+        let slot = &mut self.flows[flow as usize];
+        let Some((pkt, next)) = self.pool.pop_front_next(&mut slot.fifo) else {
+            debug_assert!(false, "core chose flow {flow}, whose FIFO is empty");
+            return None;
+        };
+        self.core.served(flow, next);
+        self.bytes -= u64::from(pkt.len);
+        self.counters.on_dequeue(pkt.len);
+        Some(pkt)
+    }
+
+    fn backlog(&self) -> Backlog {
+        Backlog {
+            packets: self.pool.len() as u64,
+            bytes: self.bytes,
+        }
+    }
+
+    fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    fn name(&self) -> &'static str {
+        self.core.name()
+    }
+}
+
+impl<C: FlowCore> FlowScheduler for PerFlow<C> {
+    fn add_flow(&mut self, flow: FlowId, cfg: FlowConfig) -> Result<(), ConfigError> {
+        let max_flows = self.core.max_flows();
+        let Some(slot) = self.flows.get_mut(flow as usize) else {
+            return Err(ConfigError::FlowOutOfRange { flow, max_flows });
+        };
+        if slot.max_packet != 0 {
+            return Err(ConfigError::DuplicateFlow { flow });
+        }
+        if cfg.limit == Some(0) {
+            return Err(ConfigError::OutOfRange {
+                what: "flow packet limit",
+                value: 0,
+                range: "1..",
+            });
+        }
+        self.core.add_flow(flow, cfg)?;
+        slot.max_packet = cfg.max_packet;
+        slot.limit = cfg.limit.unwrap_or(u32::MAX);
+        Ok(())
+    }
+
+    fn remove_flow(&mut self, flow: FlowId) -> Result<(), ConfigError> {
+        let Some(slot) = self
+            .flows
+            .get_mut(flow as usize)
+            .filter(|s| s.max_packet != 0)
+        else {
+            return Err(ConfigError::NoSuchFlow { flow });
+        };
+        if !slot.fifo.is_empty() {
+            return Err(ConfigError::FlowBusy {
+                flow,
+                packets: u64::from(slot.fifo.len()),
+            });
+        }
+        self.core.remove_flow(flow)?;
+        slot.max_packet = 0;
+        Ok(())
+    }
+
+    fn flow_backlog(&self, flow: FlowId) -> Backlog {
+        self.flows
+            .get(flow as usize)
+            .map_or(Backlog::default(), |s| Backlog {
+                packets: u64::from(s.fifo.len()),
+                bytes: s.fifo.bytes(),
+            })
+    }
+}
+
+/// Checks a flow id against a core's size and returns it as an index.
+pub(crate) fn flow_index(flow: FlowId, max_flows: u32) -> Result<usize, ConfigError> {
+    if flow < max_flows {
+        Ok(flow as usize)
+    } else {
+        Err(ConfigError::FlowOutOfRange { flow, max_flows })
+    }
+}
+
+/// Largest number of flows a core may be sized for (flow ids are `u32` and
+/// `u32::MAX` is reserved as the end-of-list marker).
+pub const MAX_FLOWS: u32 = 1 << 24;
+
+/// Checks the flow count given to a core's constructor.
+pub(crate) fn check_max_flows(max_flows: u32) -> Result<(), ConfigError> {
+    if max_flows == 0 || max_flows > MAX_FLOWS {
+        return Err(ConfigError::OutOfRange {
+            what: "number of flows",
+            value: u64::from(max_flows),
+            range: "1..=16777216",
+        });
+    }
+    Ok(())
+}
