@@ -328,6 +328,19 @@ fn wrap_add(slot: usize, ahead: usize, n: usize) -> usize {
     }
 }
 
+/// The position `steps` after `slot` on a ring of `n` (`slot < n`); divides only
+/// when the step goes round the ring, which a rotation to the next non-empty day
+/// never does.
+#[inline]
+fn ring_step(slot: usize, steps: u64, n: usize) -> usize {
+    let steps = if steps < n as u64 {
+        steps as usize
+    } else {
+        (steps % n as u64) as usize
+    };
+    wrap_add(slot, steps, n)
+}
+
 /// How many positions `to` lies after `from` going up a ring of `n` (`from, to <
 /// n`).
 #[inline]
@@ -598,22 +611,33 @@ impl<T> Calendar<T> {
     }
 
     /// Elements filed in the day `ahead` days after the head (0 beyond the reach).
-    /// Cost: the elements of that day, or of the coarse bucket holding it.
+    /// In a hierarchical calendar a day's elements may be split between level 0 and
+    /// the coarse buckets of its blocks (those filed before the day came within
+    /// level 0's reach); all are counted. Cost: the elements of that day at level 0
+    /// plus those of the coarse buckets holding it.
     #[must_use]
     pub fn day_len(&self, ahead: u64) -> usize {
         if ahead >= self.reach || ahead > self.max_day - self.head {
             return 0;
         }
         let day = self.head + ahead;
-        let list = self.list_for(day);
-        if list < self.n0 {
-            self.store.iter_list(list).count()
-        } else {
-            self.store
-                .iter_list(list)
-                .filter(|&i| self.day_of[i as usize] == day)
-                .count()
+        let mut count = 0;
+        if ahead < self.n0 as u64 {
+            let slot = wrap_add(self.head_slot, ahead as usize, self.n0);
+            count += self.store.iter_list(slot).count();
         }
+        for lvl in &self.upper {
+            let blocks = lvl.span.buckets_between(0, day) - lvl.cur;
+            if (1..=lvl.n as u64).contains(&blocks) {
+                let list = lvl.first + lvl.slot_ahead(blocks);
+                count += self
+                    .store
+                    .iter_list(list)
+                    .filter(|&i| self.day_of[i as usize] == day)
+                    .count();
+            }
+        }
+        count
     }
 
     /// The level that holds the element named by `handle` (0 is the days). Levels
@@ -667,9 +691,11 @@ impl<T> Calendar<T> {
     pub fn next_rotation(&self, now: u64) -> Option<u64> {
         match self.rotation {
             Rotation::Logical => None,
-            Rotation::Physical { .. } => {
-                (self.gran.buckets_between(0, now) + 1).checked_mul(self.gran.ranks())
-            }
+            Rotation::Physical { .. } => self
+                .gran
+                .buckets_between(0, now)
+                .checked_add(1)?
+                .checked_mul(self.gran.ranks()),
         }
     }
 
@@ -1026,9 +1052,8 @@ impl<T> Calendar<T> {
     /// that became current down one level each, from the top level down.
     fn move_head(&mut self, to: u64) {
         debug_assert!(to > self.head, "head {} moving back to {to}", self.head);
-        let k = to - self.head;
+        self.head_slot = ring_step(self.head_slot, to - self.head, self.n0);
         self.head = to;
-        self.head_slot = wrap_add(self.head_slot, (k % self.n0 as u64) as usize, self.n0);
         let mut changed = 0;
         for lvl in &mut self.upper {
             let block = lvl.span.buckets_between(0, to);
@@ -1036,8 +1061,7 @@ impl<T> Calendar<T> {
                 // The levels above change block only when this one does.
                 break;
             }
-            let step = ((block - lvl.cur) % lvl.n as u64) as usize;
-            lvl.cur_slot = wrap_add(lvl.cur_slot, step, lvl.n);
+            lvl.cur_slot = ring_step(lvl.cur_slot, block - lvl.cur, lvl.n);
             lvl.cur = block;
             changed += 1;
         }
@@ -1286,6 +1310,9 @@ mod tests {
         assert_eq!(circular_distance(2, 5, 8), 3);
         assert_eq!(circular_distance(5, 2, 8), 5);
         assert_eq!(circular_distance(4, 4, 8), 0);
+        assert_eq!(ring_step(6, 3, 8), 1);
+        assert_eq!(ring_step(6, 19, 8), 1);
+        assert_eq!(ring_step(0, u64::MAX, 1), 0);
     }
 
     #[test]

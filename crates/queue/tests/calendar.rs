@@ -289,6 +289,36 @@ impl Ideal {
         Ok(day)
     }
 
+    /// The per-day occupancy and the times the calendar reports.
+    fn check_schedule(&self, q: &Calendar<u32>, step: usize) {
+        for ahead in [0, 1, self.reach / 2, self.reach - 1, self.reach] {
+            let want = self
+                .map
+                .keys()
+                .filter(|k| Some(k.0) == self.head.checked_add(ahead))
+                .count();
+            let want = if ahead < self.reach { want } else { 0 };
+            assert_eq!(q.day_len(ahead), want, "step {step}: day_len({ahead})");
+        }
+        let due = self.first_day().map(|d| d * self.g);
+        assert_eq!(q.next_due(), due, "step {step}: next_due");
+        let now = self.clock;
+        let ready = match self.rotation {
+            Rotation::Physical {
+                work_conserving: false,
+            } => due.map(|t| t.max(now)),
+            _ => (!self.map.is_empty()).then_some(now),
+        };
+        assert_eq!(q.next_ready(now), ready, "step {step}: next_ready");
+        let rotation = match self.rotation {
+            Rotation::Logical => None,
+            Rotation::Physical { .. } => (now / self.g)
+                .checked_add(1)
+                .and_then(|d| d.checked_mul(self.g)),
+        };
+        assert_eq!(q.next_rotation(now), rotation, "step {step}: next_rotation");
+    }
+
     fn rank_of(&self, spec: RankSpec) -> u64 {
         let base = self.head.saturating_mul(self.g);
         match spec {
@@ -363,6 +393,13 @@ impl LevelTracker {
             for m in &mut seen[now + 1..=before] {
                 *m += 1;
             }
+        }
+        let mut per_level = [0usize; MAX_CALENDAR_LEVELS];
+        for &(h, _) in live {
+            per_level[q.level_of(h).unwrap()] += 1;
+        }
+        for (j, &n) in per_level.iter().enumerate() {
+            assert_eq!(q.level_len(j), n, "step {step}: elements at level {j}");
         }
         let got = q.calendar_stats().moves;
         let residual: Vec<u64> = (0..MAX_CALENDAR_LEVELS)
@@ -516,6 +553,7 @@ fn run(cfg: CalendarConfig, ops: &[Op]) {
                     "step {step}: peek"
                 );
                 assert_eq!(q.first_day(), m.first_day(), "step {step}: first day");
+                m.check_schedule(&q, step);
             }
         }
         assert_eq!(q.len(), m.map.len(), "step {step}: len");
