@@ -94,6 +94,28 @@
 //! and the oldest element of a day is the first of that day in the coarsest bucket
 //! that holds it.
 //!
+//! ## Deviations from the paper, and why
+//! - Work-conserving physical calendars serve a later day early without rotating
+//!   (above): the skew correction of Fig. 3 becomes unnecessary.
+//! - A rotation over empty days is one find-first-set jump, not one rotation per
+//!   day; it is counted as the days it passes ([`CalendarStats::rotations`]), so a
+//!   policy's round number (Fig. 2) is `head_day()` less the starting day.
+//! - A physical calendar whose head day is late keeps it as the head until it
+//!   drains, where the switch rotates the head on time and drains the old queue at
+//!   a higher priority. The order served is the same; `enqueue(n)` is relative to
+//!   the lagging head, so a policy that computes days from the clock files by
+//!   absolute rank ([`PriorityQueue::insert`]) or measures `n` from
+//!   [`Calendar::head_day`].
+//! - Ranks in the past, which the paper leaves unordered, are served in the head
+//!   day; ranks beyond the reach, which the paper leaves to the policy, are clamped
+//!   or refused, and counted.
+//! - The hierarchy keeps the exact order (days in order, FIFO within a day) where
+//!   the paper accepts an approximation: level 0 always covers the `n_0` days from
+//!   the head rather than the rest of the current rotation, moved elements are
+//!   prepended, and the head stops at every non-empty block's start. The paper's
+//!   recirculation when `CQ_1` completes a rotation is our move when a block of
+//!   level 1 becomes current; more levels generalise it.
+//!
 //! ## Costs
 //! Flat calendar: `enqueue`/`insert` a comparison, a ring addition and a link (plus a
 //! bitmap set when the day was empty); `dequeue` from a non-empty head one unlink; a
@@ -406,6 +428,8 @@ fn circular_distance(from: usize, to: usize, n: usize) -> usize {
 /// ```
 #[derive(Clone, Debug)]
 pub struct Calendar<T> {
+    // Every enqueue and dequeue touches `store`, `days`, `n0`, `head`, `head_slot`
+    // and `gran`, grouped first; the rest serves rotations and coarse levels.
     /// Lists `0..n0` are level 0's days, then each coarse level's buckets, then the
     /// carry list used by [`rotate`](Self::rotate).
     store: BucketStore<T>,

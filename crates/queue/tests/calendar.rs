@@ -738,6 +738,9 @@ fn hierarchical_long_trace_serves_in_ideal_order() {
         Rotation::Physical {
             work_conserving: true,
         },
+        Rotation::Physical {
+            work_conserving: false,
+        },
     ] {
         let cfg = CalendarConfig::hierarchical(&sizes, 512)
             .granularity(10)
@@ -761,9 +764,26 @@ fn hierarchical_long_trace_serves_in_ideal_order() {
                 id += 1;
             } else {
                 now += (x >> 20) % 40;
-                if let Some((_, (day, i))) = q.dequeue_at(now) {
-                    let ((want_day, want_id), ()) = ideal.pop_first().unwrap();
-                    assert_eq!((day, i), (want_day, want_id), "step {step}");
+                match q.dequeue_at(now) {
+                    Some((_, (day, i))) => {
+                        let ((want_day, want_id), ()) = ideal.pop_first().unwrap();
+                        assert_eq!((day, i), (want_day, want_id), "step {step}");
+                        if rotation
+                            == (Rotation::Physical {
+                                work_conserving: false,
+                            })
+                        {
+                            assert!(day * 10 <= now, "step {step}: day {day} served at {now}");
+                        }
+                    }
+                    None => {
+                        let due = ideal.first_key_value().map(|(&(d, _), _)| d * 10);
+                        assert!(
+                            due.is_none_or(|t| t > now),
+                            "step {step}: {due:?} not served"
+                        );
+                        assert_eq!(q.next_ready(now), due);
+                    }
                 }
             }
             if step % 4096 == 0 {
@@ -772,6 +792,7 @@ fn hierarchical_long_trace_serves_in_ideal_order() {
         }
         let s = q.calendar_stats();
         assert!(s.rotations > 10_000, "only {} rotations", s.rotations);
+        assert_eq!(s.past + s.clamped, 0);
         assert!(s.total_moves() <= filed_above);
         assert!(s.moves[1] > 1_000 && s.moves[2] > 100, "{:?}", s.moves);
     }
@@ -805,4 +826,76 @@ fn the_calendar_is_a_queue_kind() {
     // Served at the clamped day 163, the last of the reach from day 100.
     assert_eq!(q.stats().rotations, 63);
     q.check_invariants();
+}
+
+/// The edges: an empty calendar, a full one, one day, the last day there is.
+#[test]
+fn calendar_edges() {
+    for cfg in [
+        CalendarConfig::new(1, 2),
+        CalendarConfig::hierarchical(&[1, 1, 1], 2),
+        CalendarConfig::new(8, 2).rotation(Rotation::Physical {
+            work_conserving: false,
+        }),
+    ] {
+        let mut q: Calendar<u32> = Calendar::new(cfg).unwrap();
+        assert!(q.is_empty());
+        assert_eq!(q.dequeue(), None);
+        assert!(q.peek().is_none());
+        assert_eq!(
+            (q.first_day(), q.next_due(), q.next_ready(5)),
+            (None, None, None)
+        );
+        assert_eq!(
+            q.head_day(),
+            0,
+            "an empty calendar does not rotate on dequeue"
+        );
+        q.enqueue(0, 1).unwrap();
+        q.enqueue(0, 2).unwrap();
+        assert_eq!(q.enqueue(0, 3), Err(InsertError::Full(3)));
+        assert_eq!(q.insert(0, 3), Err(InsertError::Full(3)));
+        assert_eq!(q.dequeue(), Some((0, 1)));
+        q.enqueue(0, 4).unwrap();
+        assert_eq!(q.dequeue(), Some((0, 2)));
+        assert_eq!(q.dequeue(), Some((0, 4)));
+        q.check_invariants();
+    }
+
+    // One day: everything is filed today; beyond is clamped to today.
+    let mut one: Calendar<u32> = Calendar::new(CalendarConfig::new(1, 4)).unwrap();
+    one.enqueue(5, 1).unwrap();
+    one.insert(0, 2).unwrap();
+    assert_eq!(one.calendar_stats().clamped, 1);
+    assert_eq!(one.dequeue(), Some((0, 1)));
+
+    // The last day there is: u64::MAX / g.
+    let g = 1_000u64;
+    let last = u64::MAX / g;
+    let cfg = CalendarConfig::new(16, 8)
+        .granularity(g)
+        .start(u64::MAX - 3 * g);
+    let mut top: Calendar<u32> = Calendar::new(cfg).unwrap();
+    assert_eq!(top.head_day(), last - 3);
+    let h = top.enqueue(10, 1).unwrap();
+    assert_eq!(top.scheduled_day(h), Some(last), "clamped to the last day");
+    assert_eq!(top.calendar_stats().clamped, 1);
+    top.insert(u64::MAX, 2).unwrap();
+    for _ in 0..3 {
+        assert!(top.rotate());
+    }
+    assert_eq!(top.head_day(), last);
+    assert!(!top.rotate(), "no day after the last");
+    assert_eq!(top.dequeue(), Some((last * g, 1)));
+    assert_eq!(top.dequeue(), Some((u64::MAX, 2)));
+    let mut phys: Calendar<u32> = Calendar::new(cfg.rotation(Rotation::Physical {
+        work_conserving: true,
+    }))
+    .unwrap();
+    phys.advance(u64::MAX);
+    assert_eq!(phys.head_day(), last);
+    assert_eq!(phys.next_rotation(u64::MAX), None);
+    phys.enqueue(0, 9).unwrap();
+    assert_eq!(phys.dequeue(), Some((last * g, 9)));
+    phys.check_invariants();
 }
