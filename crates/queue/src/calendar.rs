@@ -672,8 +672,9 @@ impl<T> Calendar<T> {
         Some(self.level_of_list(self.store.list_of(idx)))
     }
 
-    /// The day the element named by `handle` is filed in (its rank's day, or the
-    /// head or the last day of the reach if that was out of range).
+    /// The day the element named by `handle` is filed in: its rank's day, the head
+    /// day at filing for a rank in the past, the last day of the reach for one
+    /// beyond it, one day later for each [`rotate`](Self::rotate) that carried it.
     #[must_use]
     pub fn scheduled_day(&self, handle: Handle) -> Option<u64> {
         let idx = self.store.resolve(handle)?;
@@ -1108,10 +1109,13 @@ impl<T> Calendar<T> {
                 "moving day {day} below head {}",
                 self.head
             );
-            let (target, bits, offset) = if u == 0 {
+            if u == 0 {
                 let ahead = day - self.head;
                 debug_assert!(ahead < self.n0 as u64, "day {day} beyond level 0");
-                (wrap_add(self.head_slot, ahead as usize, self.n0), None, 0)
+                let slot = wrap_add(self.head_slot, ahead as usize, self.n0);
+                if self.store.link_front(slot, idx) {
+                    self.days.set(slot);
+                }
             } else {
                 let lower = &self.upper[u - 1];
                 let ahead = lower.span.buckets_between(0, day) - lower.cur;
@@ -1120,12 +1124,8 @@ impl<T> Calendar<T> {
                     "day {day} beyond level {u} (block {ahead} ahead)"
                 );
                 let slot = wrap_add(lower.cur_slot, ahead as usize, lower.n);
-                (lower.first + slot, Some(u - 1), lower.first)
-            };
-            if self.store.link_front(target, idx) {
-                match bits {
-                    None => self.days.set(target),
-                    Some(l) => self.upper[l].occupied.set(target - offset),
+                if self.store.link_front(lower.first + slot, idx) {
+                    self.upper[u - 1].occupied.set(slot);
                 }
             }
             moved += 1;
