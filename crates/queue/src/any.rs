@@ -9,7 +9,8 @@ use crate::api::{
     ConfigError, Handle, InsertError, PriorityQueue, QueueConfig, QueueStats, RankError,
 };
 use crate::{
-    ApproxGradient, BinaryHeapQueue, BucketHeap, Cffs, CircularApproxGradient, Ffs, Gradient, Hffs,
+    ApproxGradient, BinaryHeapQueue, BucketHeap, Calendar, CalendarConfig, Cffs,
+    CircularApproxGradient, Ffs, Gradient, Hffs,
 };
 
 /// Every queue type of the crate.
@@ -31,11 +32,14 @@ pub enum QueueKind {
     BucketHeap,
     /// Comparison heap of elements.
     BinaryHeap,
+    /// Flat logical calendar queue: `buckets` days of `granularity` ranks, rotating
+    /// when the head day empties.
+    Calendar,
 }
 
 impl QueueKind {
     /// Every kind.
-    pub const ALL: [QueueKind; 8] = [
+    pub const ALL: [QueueKind; 9] = [
         QueueKind::Ffs,
         QueueKind::Hffs,
         QueueKind::Cffs,
@@ -44,6 +48,7 @@ impl QueueKind {
         QueueKind::CircularApproxGradient,
         QueueKind::BucketHeap,
         QueueKind::BinaryHeap,
+        QueueKind::Calendar,
     ];
 
     /// The kind's name as used in policy files, benchmark output and JSON.
@@ -58,13 +63,17 @@ impl QueueKind {
             QueueKind::CircularApproxGradient => "circular_approx_gradient",
             QueueKind::BucketHeap => "bucket_heap",
             QueueKind::BinaryHeap => "binary_heap",
+            QueueKind::Calendar => "calendar",
         }
     }
 
     /// Whether the queue's range moves with its minimum.
     #[must_use]
     pub const fn is_circular(self) -> bool {
-        matches!(self, QueueKind::Cffs | QueueKind::CircularApproxGradient)
+        matches!(
+            self,
+            QueueKind::Cffs | QueueKind::CircularApproxGradient | QueueKind::Calendar
+        )
     }
 
     /// Whether the queue always pops the lowest non-empty bucket.
@@ -89,7 +98,7 @@ pub struct UnknownQueueKind;
 
 impl fmt::Display for UnknownQueueKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("unknown queue type (expected one of ffs, hffs, cffs, gradient, approx_gradient, circular_approx_gradient, bucket_heap, binary_heap)")
+        f.write_str("unknown queue type (expected one of ffs, hffs, cffs, gradient, approx_gradient, circular_approx_gradient, bucket_heap, binary_heap, calendar)")
     }
 }
 
@@ -118,6 +127,7 @@ pub enum AnyQueue<T> {
     CircularApproxGradient(CircularApproxGradient<T>),
     BucketHeap(BucketHeap<T>),
     BinaryHeap(BinaryHeapQueue<T>),
+    Calendar(Calendar<T>),
 }
 
 macro_rules! dispatch {
@@ -131,6 +141,7 @@ macro_rules! dispatch {
             AnyQueue::CircularApproxGradient($q) => $e,
             AnyQueue::BucketHeap($q) => $e,
             AnyQueue::BinaryHeap($q) => $e,
+            AnyQueue::Calendar($q) => $e,
         }
     };
 }
@@ -149,6 +160,7 @@ impl<T> AnyQueue<T> {
             }
             QueueKind::BucketHeap => AnyQueue::BucketHeap(BucketHeap::new(cfg)?),
             QueueKind::BinaryHeap => AnyQueue::BinaryHeap(BinaryHeapQueue::new(cfg)?),
+            QueueKind::Calendar => AnyQueue::Calendar(Calendar::new(CalendarConfig::from(cfg))?),
         })
     }
 
@@ -164,6 +176,26 @@ impl<T> AnyQueue<T> {
             AnyQueue::CircularApproxGradient(_) => QueueKind::CircularApproxGradient,
             AnyQueue::BucketHeap(_) => QueueKind::BucketHeap,
             AnyQueue::BinaryHeap(_) => QueueKind::BinaryHeap,
+            AnyQueue::Calendar(_) => QueueKind::Calendar,
+        }
+    }
+
+    /// The calendar queue, if this is one: its head day, reach and rotation
+    /// statistics for the policies that drive it.
+    #[must_use]
+    pub fn as_calendar(&self) -> Option<&Calendar<T>> {
+        match self {
+            AnyQueue::Calendar(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The calendar queue, mutably, if this is one: its direct interface
+    /// (`enqueue(n)`, `rotate`, `advance`).
+    pub fn as_calendar_mut(&mut self) -> Option<&mut Calendar<T>> {
+        match self {
+            AnyQueue::Calendar(c) => Some(c),
+            _ => None,
         }
     }
 

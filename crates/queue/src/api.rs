@@ -128,13 +128,16 @@ pub struct QueueStats {
     /// Fixed-range queues: ranks below the range, placed in the first bucket.
     pub clamped_low: u64,
     /// Ranks beyond the range, placed in the last bucket (circular queues: the last
-    /// bucket of the secondary half, as in the Eiffel paper).
+    /// bucket of the secondary half, as in the Eiffel paper; calendar queues: the
+    /// last day of the reach).
     pub clamped_high: u64,
     /// Circular queues: ranks below the base, placed in the served-first list.
+    /// Calendar queues: ranks of days before the head, served in the head day.
     pub underflow: u64,
     /// Ranks refused under [`OutOfRange::Reject`].
     pub rejected: u64,
-    /// Circular queues: times the secondary half became the primary.
+    /// Circular queues: times the secondary half became the primary. Calendar
+    /// queues: days the head advanced.
     pub rotations: u64,
     /// Circular queues: times the range was re-anchored on an insert into an empty
     /// queue.
@@ -173,8 +176,16 @@ pub enum ConfigError {
         /// Smallest alpha that fits.
         min: u32,
     },
-    /// A timing wheel whose horizon would overflow the time range.
+    /// A timing wheel whose horizon, or a hierarchical calendar whose reach, would
+    /// overflow the 64-bit range.
     HorizonTooLarge,
+    /// A hierarchical calendar with more levels than supported.
+    TooManyLevels {
+        /// Levels requested.
+        requested: usize,
+        /// Most levels supported.
+        max: usize,
+    },
 }
 
 impl fmt::Display for ConfigError {
@@ -200,6 +211,10 @@ impl fmt::Display for ConfigError {
             ConfigError::HorizonTooLarge => {
                 f.write_str("buckets x granularity overflows 64-bit ranks")
             }
+            ConfigError::TooManyLevels { requested, max } => write!(
+                f,
+                "{requested} calendar levels requested, at most {max} are supported"
+            ),
         }
     }
 }

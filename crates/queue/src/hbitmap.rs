@@ -202,6 +202,15 @@ impl HierBitmap {
         Some(self.descend_first(level, found))
     }
 
+    /// The first set position met going up from `from` and wrapping past the end to
+    /// position 0 (`from < len`): the search of a circular array of buckets whose
+    /// logical start is `from`. At most two [`next_set`](Self::next_set) searches.
+    #[must_use]
+    #[inline]
+    pub fn next_set_wrapping(&self, from: usize) -> Option<usize> {
+        self.next_set(from).or_else(|| self.next_set(0))
+    }
+
     /// The highest set position at or before `from` (positions beyond `len` are
     /// treated as `len - 1`).
     #[must_use]
@@ -318,6 +327,16 @@ mod tests {
             assert_eq!(bm.last(), model.last().copied());
             let probe = ((x >> 20) % 5100) as usize;
             assert_eq!(bm.next_set(probe), model.range(probe..).next().copied());
+            if probe < 5000 {
+                assert_eq!(
+                    bm.next_set_wrapping(probe),
+                    model
+                        .range(probe..)
+                        .next()
+                        .or_else(|| model.first())
+                        .copied()
+                );
+            }
             assert_eq!(
                 bm.prev_set(probe),
                 model.range(..=probe.min(4999)).next_back().copied()

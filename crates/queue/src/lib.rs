@@ -6,7 +6,9 @@
 //! granularity, each bucket is a FIFO, and the lowest non-empty bucket is found with
 //! a few find-first-set instructions instead of a comparison heap's `O(log n)`
 //! work. This crate implements that family, the baselines they are measured
-//! against, and the timing wheel used for shaping.
+//! against, the timing wheel used for shaping, and programmable calendar queues
+//! (Sharma et al., NSDI'20): rings of days whose rotation raises every queued
+//! element's priority as time passes, logical or physical, flat or hierarchical.
 //!
 //! | queue | type | range | `pop_min` cost | exact |
 //! |---|---|---|---|---|
@@ -19,6 +21,7 @@
 //! | `bucket_heap` | [`BucketHeap`] | fixed | O(1), O(log k) updates | yes |
 //! | `binary_heap` | [`BinaryHeapQueue`] | none | O(log n) | yes (exact ranks) |
 //! | timing wheel | [`TimingWheel`] | moving time horizon | `log64 N` | slot precision |
+//! | `calendar` | [`Calendar`] | moving with its head: `N` days, or `n1 x n2 x ...` days hierarchically | O(1) from the head day, `log64 N` to rotate | days in order, FIFO within a day |
 //!
 //! All queues implement [`PriorityQueue`]: insert with a `u64` rank and get a
 //! [`Handle`]; peek and pop the minimum; remove and re-rank by handle (O(1) for the
@@ -59,6 +62,7 @@ mod approx;
 mod binary_heap;
 mod bits;
 mod bucketed;
+mod calendar;
 mod circular;
 mod gradient;
 mod hbitmap;
@@ -75,6 +79,7 @@ pub use api::{
 pub use approx::{ApproxIndex, MAX_APPROX_BUCKETS};
 pub use binary_heap::BinaryHeapQueue;
 pub use bucketed::Bucketed;
+pub use calendar::{Calendar, CalendarConfig, CalendarStats, Rotation, MAX_CALENDAR_LEVELS};
 pub use circular::Circular;
 pub use gradient::{GradientIndex, MAX_GRADIENT_BUCKETS};
 pub use hbitmap::HierBitmap;

@@ -97,6 +97,13 @@ impl<T> BucketStore<T> {
         (head != NIL).then_some(head)
     }
 
+    /// The node at the tail of `list`.
+    #[inline]
+    pub(crate) fn back(&self, list: usize) -> Option<u32> {
+        let tail = self.lists[list].tail;
+        (tail != NIL).then_some(tail)
+    }
+
     /// The live node a handle names, if it is still live.
     #[inline]
     pub(crate) fn resolve(&self, handle: Handle) -> Option<u32> {
@@ -213,6 +220,26 @@ impl<T> BucketStore<T> {
         tail == NIL
     }
 
+    /// Prepends live, currently unlinked node `idx` to `list`; returns whether the
+    /// list was empty before.
+    #[inline]
+    pub(crate) fn link_front(&mut self, list: usize, idx: u32) -> bool {
+        let head = self.lists[list].head;
+        {
+            let node = &mut self.nodes[idx as usize];
+            node.prev = NIL;
+            node.next = head;
+            node.list = list as u32;
+        }
+        if head == NIL {
+            self.lists[list].tail = idx;
+        } else {
+            self.nodes[head as usize].prev = idx;
+        }
+        self.lists[list].head = idx;
+        head == NIL
+    }
+
     /// Unlinks live node `idx` from its list, leaving it live but on no list until
     /// [`link_back`](Self::link_back); returns the list and whether it is now empty.
     #[inline]
@@ -318,6 +345,24 @@ mod tests {
         assert_eq!(s.pop_front(1), Some((10, 'a', true)));
         assert_eq!(s.pop_front(1), None);
         assert_eq!(s.len(), 0);
+        s.check_invariants();
+    }
+
+    #[test]
+    fn link_front_prepends_and_back_names_the_tail() {
+        let mut s: BucketStore<char> = BucketStore::new(4, 2);
+        let (a, _) = s.push_back(0, 1, 'a').unwrap();
+        let (b, _) = s.push_back(0, 2, 'b').unwrap();
+        assert_eq!(s.back(0), Some(b));
+        assert_eq!(s.back(1), None);
+        let (list, now_empty) = s.unlink(b);
+        assert_eq!((list, now_empty), (0, false));
+        assert!(s.link_front(1, b), "list 1 was empty");
+        s.unlink(a);
+        assert!(!s.link_front(1, a));
+        assert_eq!(s.iter_list(1).collect::<Vec<_>>(), vec![a, b]);
+        assert_eq!(s.back(1), Some(b));
+        assert!(s.list_is_empty(0));
         s.check_invariants();
     }
 

@@ -17,7 +17,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use eiffel_queue::{
-    ApproxGradient, BinaryHeapQueue, BucketHeap, Cffs, Ffs, Gradient, Hffs, HierBitmap,
+    ApproxGradient, BinaryHeapQueue, BucketHeap, Calendar, Cffs, Ffs, Gradient, Hffs, HierBitmap,
     PriorityQueue, QueueConfig, QueueKind,
 };
 use rand::rngs::SmallRng;
@@ -163,6 +163,7 @@ fn measure(kind: QueueKind, buckets: usize, ranks: &[u64], plan: &Plan) -> Resul
         QueueKind::ApproxGradient => mpps(&mut ApproxGradient::<u32>::new(cfg)?, ranks, plan),
         QueueKind::BucketHeap => mpps(&mut BucketHeap::<u32>::new(cfg)?, ranks, plan),
         QueueKind::BinaryHeap => mpps(&mut BinaryHeapQueue::<u32>::new(cfg)?, ranks, plan),
+        QueueKind::Calendar => mpps(&mut Calendar::<u32>::new(cfg.into())?, ranks, plan),
         QueueKind::CircularApproxGradient => {
             return Err(
                 "the circular approximate queue is not part of the paper's microbenchmark".into(),
