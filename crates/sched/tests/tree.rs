@@ -135,6 +135,62 @@ fn wfq_shares_follow_weights() {
 }
 
 #[test]
+fn fair_queueing_cores_share_by_weight_as_node_disciplines() {
+    for d in [Discipline::Qfq, Discipline::Drr, Discipline::Wf2q] {
+        let spec = spec_with(d, &[("a", 1, 0), ("b", 2, 0), ("c", 5, 0)]);
+        let mut tree = PolicyTree::new(spec).unwrap();
+        assert_eq!(tree.node(0).discipline.as_deref(), Some(d.name()));
+        let arrivals = backlog(&tree, &["a", "b", "c"], 20_000, 1000);
+        let deps = drive(&mut tree, &arrivals, 1_000_000_000, 100_000_000, 991);
+        let total: u64 = ["a", "b", "c"]
+            .iter()
+            .map(|n| bytes_of(&deps, tree.leaf(n).unwrap()))
+            .sum();
+        for (name, w) in [("a", 1.0), ("b", 2.0), ("c", 5.0)] {
+            let share = bytes_of(&deps, tree.leaf(name).unwrap()) as f64 / total as f64;
+            let want = w / 8.0;
+            assert!(
+                (share - want).abs() / want < 0.01,
+                "{}: {name} share {share:.4}, weight share {want:.4}",
+                d.name()
+            );
+        }
+    }
+}
+
+#[test]
+fn qfq_root_over_a_strict_priority_child() {
+    let mut spec = TreeSpec::new(100_000);
+    let mut root = NodeSpec::new("root", None);
+    root.discipline = Discipline::Qfq;
+    let r = spec.add(root);
+    spec.add(NodeSpec::new("x", Some(r)));
+    let mut y = NodeSpec::new("y", Some(r));
+    y.weight = 3;
+    y.discipline = Discipline::Strict;
+    let yi = spec.add(y);
+    spec.add(NodeSpec::new("y-hi", Some(yi)));
+    let mut lo = NodeSpec::new("y-lo", Some(yi));
+    lo.priority = 1;
+    spec.add(lo);
+    let mut tree = PolicyTree::new(spec).unwrap();
+    let arrivals = backlog(&tree, &["x", "y-hi", "y-lo"], 10_000, 1500);
+    let deps = drive(&mut tree, &arrivals, 1_000_000_000, 50_000_000, 499);
+    let (x, hi, lo) = (
+        tree.leaf("x").unwrap(),
+        tree.leaf("y-hi").unwrap(),
+        tree.leaf("y-lo").unwrap(),
+    );
+    let (bx, bhi, blo) = (bytes_of(&deps, x), bytes_of(&deps, hi), bytes_of(&deps, lo));
+    assert_eq!(
+        blo, 0,
+        "the low class waits while the high one is backlogged"
+    );
+    let ratio = bhi as f64 / bx as f64;
+    assert!((ratio - 3.0).abs() / 3.0 < 0.01, "y:x = {ratio}");
+}
+
+#[test]
 fn wfq_shares_with_mixed_packet_sizes() {
     let spec = spec_with(Discipline::Wfq, &[("small", 1, 0), ("large", 1, 0)]);
     let mut tree = PolicyTree::new(spec).unwrap();
@@ -711,6 +767,19 @@ fn mixed_tree() -> TreeSpec {
         burst: 1500,
     });
     spec.add(urgent);
+    let mut fq = NodeSpec::new("fq", Some(r));
+    fq.discipline = Discipline::Qfq;
+    fq.priority = 2;
+    let f = spec.add(fq);
+    let mut fq1 = NodeSpec::new("fq1", Some(f));
+    fq1.weight = 7;
+    spec.add(fq1);
+    let mut fq2 = NodeSpec::new("fq2", Some(f));
+    fq2.limit = Some(RateLimit {
+        rate: 30_000_000,
+        burst: 1500,
+    });
+    spec.add(fq2);
     spec
 }
 
@@ -720,7 +789,7 @@ proptest! {
     #[test]
     fn invariants_hold_under_random_operations(ops in proptest::collection::vec((0u8..10, any::<u32>(), 1u32..1500, 0u64..50_000), 1..600)) {
         let mut tree = PolicyTree::new(mixed_tree()).unwrap();
-        let leaves = ["pf", "paced", "plain", "urgent"];
+        let leaves = ["pf", "paced", "plain", "urgent", "fq1", "fq2"];
         let ids: Vec<u32> = leaves.iter().map(|l| tree.leaf(l).unwrap()).collect();
         let mut now = 0u64;
         let (mut offered, mut delivered, mut dropped) = (0u64, 0u64, 0u64);
@@ -729,7 +798,7 @@ proptest! {
         for (op, x, len, dt) in ops {
             now += dt;
             if op < 6 {
-                let leaf = ids[(x % 4) as usize];
+                let leaf = ids[(x % 6) as usize];
                 let mut pkt = Packet::new(x % 9, len).class(leaf);
                 pkt.deadline = now + u64::from(x % 100_000);
                 pkt.remaining = u64::from(x % 10_000);

@@ -54,7 +54,7 @@ use crate::pool::{Fifo as List, PacketPool};
 use crate::scheduler::{Backlog, ConfigError, Counters, Drop, DropReason, Scheduler};
 
 use minq::{MinDeque, MinPool};
-use sched::{Hclock, NodeSched, Ranked};
+use sched::{Core, Hclock, NodeSched, Ranked};
 pub use select::QueuePlan;
 use select::{plan, QueueNeeds};
 use shaper::{Gcra, Shaper, Throttled, UNIT_NODE};
@@ -233,11 +233,11 @@ fn build_sched(
             let sched = NodeSched::Hclock(Hclock::new(&rplan, &pplan, units)?);
             Ok((sched, vec![rplan, pplan]))
         }
-        Discipline::Qfq | Discipline::Drr | Discipline::Wf2q => Err(ConfigError::Invalid(format!(
-            "node {:?}: discipline {} is not available as a node discipline in this build",
-            node.name,
-            node.discipline.name()
-        ))),
+        Discipline::Qfq | Discipline::Drr | Discipline::Wf2q => {
+            let core = Core::new(node.discipline.name(), &units, spec.mtu)
+                .map_err(|e| ConfigError::Invalid(format!("node {:?}: {e}", node.name)))?;
+            Ok((NodeSched::Core(core, units), Vec::new()))
+        }
         d => {
             let p = plan(&node.queue, &needs);
             let sched = NodeSched::Ranked(Ranked::new(&p, units, builtin(d), per_flow)?);
@@ -450,8 +450,8 @@ impl PolicyTree {
                 r.txn = Builtin::Custom(txn);
                 Ok(())
             }
-            NodeSched::Hclock(_) => Err(ConfigError::Invalid(format!(
-                "node {name:?} runs hclock, not a rank transaction"
+            NodeSched::Hclock(_) | NodeSched::Core(..) => Err(ConfigError::Invalid(format!(
+                "node {name:?} does not run a rank transaction"
             ))),
         }
     }
@@ -702,6 +702,7 @@ fn sched_name(s: &NodeSched) -> String {
     match s {
         NodeSched::Ranked(r) => r.txn.name().to_string(),
         NodeSched::Hclock(_) => "hclock".to_string(),
+        NodeSched::Core(c, _) => c.name().to_string(),
     }
 }
 
@@ -713,6 +714,7 @@ fn sched_stats(s: &NodeSched) -> Vec<QueueStats> {
             let (a, b) = h.queues();
             vec![a.stats(), b.stats()]
         }
+        NodeSched::Core(..) => Vec::new(),
     }
 }
 
@@ -726,7 +728,7 @@ pub fn node_queue_kind(tree: &PolicyTree, i: usize) -> Option<QueueKind> {
         } => Some(r.kind()),
         Kind::Flows(fl) => match &fl.sched {
             NodeSched::Ranked(r) => Some(r.kind()),
-            NodeSched::Hclock(_) => None,
+            _ => None,
         },
         _ => None,
     }

@@ -1,6 +1,10 @@
 //! How one node orders its units: a ranked integer priority queue driven by a
 //! transaction, hClock's pair of queues, or a fair-queueing core.
 //!
+//! The fair-queueing cores commit to the head length a unit reports when it is
+//! activated or served (see [`FlowCore`]); a later packet that changes a child's
+//! head is charged with the child's next service.
+//!
 //! Every variant answers the same five calls, each O(1) for the bucketed queues
 //! (O(log n) for the heaps): `activate` (a unit became backlogged and eligible),
 //! `on_enqueue` (a packet entered a queued unit's subtree), `select` (which unit
@@ -11,8 +15,10 @@ use eiffel_queue::{AnyQueue, Handle, PriorityQueue, QueueKind};
 
 use super::select::QueuePlan;
 use super::txn::{vt_cost, Builtin, Unit};
+use crate::flows::FlowCore;
 use crate::packet::{Nanos, Packet};
-use crate::scheduler::ConfigError;
+use crate::scheduler::{ConfigError, FlowConfig};
+use crate::{DrrCore, QfqCore, Wf2qCore};
 
 /// A ranked node: one integer priority queue of units and a transaction.
 #[derive(Debug)]
@@ -54,6 +60,52 @@ pub(crate) struct Hclock {
     by_reservation: bool,
 }
 
+/// A fair-queueing core ordering a node's units by their head lengths (the cores of
+/// [`crate::flows`]); units are the core's flow ids, configured with the unit's
+/// weight and the tree's MTU as maximum packet.
+#[derive(Debug)]
+pub(crate) enum Core {
+    Qfq(QfqCore),
+    Drr(DrrCore),
+    Wf2q(Wf2qCore),
+}
+
+macro_rules! core {
+    ($c:expr, $x:ident => $e:expr) => {
+        match $c {
+            Core::Qfq($x) => $e,
+            Core::Drr($x) => $e,
+            Core::Wf2q($x) => $e,
+        }
+    };
+}
+
+impl Core {
+    /// A core of the given discipline over `units`.
+    pub(crate) fn new(name: &str, units: &[Unit], mtu: u32) -> Result<Self, ConfigError> {
+        let n = units.len() as u32;
+        let mut core = match name {
+            "qfq" => Core::Qfq(QfqCore::new(n, mtu)?),
+            "drr" => Core::Drr(DrrCore::new(n)?),
+            "wf2q+" => Core::Wf2q(Wf2qCore::new(n)?),
+            other => {
+                return Err(ConfigError::Invalid(format!(
+                    "{other} is not a fair-queueing core"
+                )))
+            }
+        };
+        for (f, u) in units.iter().enumerate() {
+            let cfg = FlowConfig::weight(u.weight).max_packet(mtu);
+            core!(&mut core, c => c.add_flow(f as u32, cfg))?;
+        }
+        Ok(core)
+    }
+
+    pub(crate) fn name(&self) -> &'static str {
+        core!(self, c => c.name())
+    }
+}
+
 /// A node's ordering of its units.
 // NB: the variants differ in size by one queue; both sit on every packet's path and
 // a tree has few nodes, so they stay inline rather than behind a pointer.
@@ -62,6 +114,8 @@ pub(crate) struct Hclock {
 pub(crate) enum NodeSched {
     Ranked(Ranked),
     Hclock(Hclock),
+    /// A fair-queueing core and the per-unit state the tree keeps beside it.
+    Core(Core, Vec<Unit>),
 }
 
 fn queue_of(plan: &QueuePlan) -> Result<AnyQueue<u32>, ConfigError> {
@@ -150,6 +204,7 @@ impl NodeSched {
         match self {
             NodeSched::Ranked(r) => &mut r.units,
             NodeSched::Hclock(h) => &mut h.units,
+            NodeSched::Core(_, units) => units,
         }
     }
 
@@ -158,6 +213,7 @@ impl NodeSched {
         match self {
             NodeSched::Ranked(r) => r.queue.len(),
             NodeSched::Hclock(h) => h.shares.len(),
+            NodeSched::Core(c, _) => core!(c, x => x.backlogged()) as usize,
         }
     }
 
@@ -165,6 +221,7 @@ impl NodeSched {
         match self {
             NodeSched::Ranked(r) => r.handles[u as usize].is_some(),
             NodeSched::Hclock(h) => h.ph[u as usize].is_some(),
+            NodeSched::Core(c, _) => core!(c, x => x.is_backlogged(u)),
         }
     }
 
@@ -189,6 +246,7 @@ impl NodeSched {
                 let rank = unit.finish;
                 place(&mut h.shares, &mut h.ph, u, rank);
             }
+            NodeSched::Core(c, _) => core!(c, x => x.activate(u, head.len)),
         }
     }
 
@@ -219,6 +277,7 @@ impl NodeSched {
                 h.by_reservation = false;
                 h.shares.peek().map(|(_, _, &u)| u)
             }
+            NodeSched::Core(c, _) => core!(c, x => x.peek()),
         }
     }
 
@@ -256,6 +315,7 @@ impl NodeSched {
                     take(&mut h.shares, &mut h.ph, u);
                 }
             }
+            NodeSched::Core(c, _) => core!(c, x => x.served(u, next.map(|p| p.len))),
         }
     }
 
@@ -285,6 +345,7 @@ impl NodeSched {
                     "hclock reservation queue"
                 );
             }
+            NodeSched::Core(c, _) => core!(c, x => x.check_invariants()),
         }
     }
 }
