@@ -12,12 +12,13 @@
 //! ## The limit: GCRA
 //! The generic cell rate algorithm is a token bucket written as one timestamp, the
 //! theoretical arrival time `TAT`, at which the bucket would be full again. Sending
-//! `L` bytes at time `t` sets `TAT = max(TAT, t) + L/r`. The unit may send when
+//! `L` bytes at time `t` sets `TAT = max(TAT, t - 1ns) + L/r` (the nanosecond absorbs
+//! whole-nanosecond release times). The unit may send when
 //! `t >= TAT - tau` with `tau = (burst - mtu) / r`: the bucket then holds at least one
 //! maximum-size packet's worth of tokens, so it never goes negative, and over any
 //! interval of length `T` at most `r T + burst` bytes leave. Long-run, the rate is
 //! exactly `r`: `TAT` advances by the exact cost of every byte, whatever the
-//! release times. Costs are kept in units of 2^-16 ns, so even at 100 Gbit/s a
+//! release times. Costs are kept in units of 2^-32 ns, so even at 100 Gbit/s a
 //! packet's cost carries no rounding that would bias the rate.
 //!
 //! ## The shaper
@@ -35,7 +36,7 @@ use crate::packet::Nanos;
 use crate::scheduler::ConfigError;
 
 /// Fraction bits of the GCRA's fixed-point nanoseconds.
-const FRAC: u32 = 16;
+const FRAC: u32 = 32;
 
 /// A rate limit's state: rate, burst tolerance, theoretical arrival time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,9 +78,15 @@ impl Gcra {
     }
 
     /// Accounts `len` bytes sent at `now`.
+    ///
+    /// A send up to 1 ns after `TAT` still counts from `TAT`: release times are whole
+    /// nanoseconds rounded up, and restarting from the rounded time would lose the
+    /// fraction on every packet (15% of the rate for 64-byte packets at 100 Gbit/s).
+    /// Later sends restart from `now`, so idle time earns no credit.
     #[inline]
     pub fn on_send(&mut self, now: Nanos, len: u32) {
-        self.tat = self.tat.max(fixed(now)) + cost(self.rate, u64::from(len));
+        let start = self.tat.max(fixed(now).saturating_sub(1 << FRAC));
+        self.tat = start + cost(self.rate, u64::from(len));
     }
 
     /// The configured rate in bits per second.
