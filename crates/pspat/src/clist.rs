@@ -33,6 +33,68 @@ use crate::sync::{AtomicU32, Ordering};
 /// Marks the end of a chain in `next` links.
 pub(crate) const END: u32 = 0;
 
+/// On no list and not active: the client appends itself on its next send.
+const UNLISTED: u32 = 0;
+/// On a client list, not yet taken by the arbiter.
+const PENDING: u32 = 1;
+/// In the arbiter's active set.
+const ACTIVE: u32 = 2;
+
+/// A client's listing state: `UNLISTED`, `PENDING` or `ACTIVE`.
+///
+/// The client moves it from `UNLISTED` to `PENDING` (compare-and-swap, so it is
+/// never on a list twice, which would make the chain a cycle) and appends itself;
+/// the arbiter moves it to `ACTIVE` when it takes the client from a list, and back
+/// to `UNLISTED` when it trims the client. Both sides check it after
+/// `fence(SeqCst)` following their own write (see `runtime`).
+#[derive(Debug)]
+pub(crate) struct Listing(AtomicU32);
+
+/// What the arbiter must do after [`Listing::unlist`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Unlist {
+    /// The client is unlisted: after `fence(SeqCst)`, keep it active if its mailbox
+    /// is not empty.
+    Check,
+    /// The client is already back on a list: drop it from the active set, it
+    /// returns when the list is taken.
+    Pending,
+}
+
+impl Listing {
+    pub(crate) fn new() -> Self {
+        Listing(AtomicU32::new(UNLISTED))
+    }
+
+    /// Client side, after a push and `fence(SeqCst)`: whether the client must
+    /// append itself to a list now (it was unlisted and is now pending).
+    #[inline]
+    pub(crate) fn claim(&self) -> bool {
+        self.0.load(Ordering::Relaxed) == UNLISTED
+            && self
+                .0
+                .compare_exchange(UNLISTED, PENDING, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// Arbiter side: the client was taken from a list.
+    pub(crate) fn activate(&self) {
+        self.0.store(ACTIVE, Ordering::Relaxed);
+    }
+
+    /// Arbiter side: trims the client.
+    pub(crate) fn unlist(&self) -> Unlist {
+        match self
+            .0
+            .compare_exchange(ACTIVE, UNLISTED, Ordering::Relaxed, Ordering::Relaxed)
+        {
+            Err(PENDING) => Unlist::Pending,
+            // Newly unlisted, or unlisted by an earlier trim that found packets.
+            Ok(_) | Err(_) => Unlist::Check,
+        }
+    }
+}
+
 /// The per-CPU lists.
 #[derive(Debug)]
 pub(crate) struct ClientLists {
@@ -81,6 +143,55 @@ impl ClientLists {
     /// Whether any list has entries.
     pub(crate) fn any_pending(&self) -> bool {
         self.heads.iter().any(|h| h.load(Ordering::Relaxed) != END)
+    }
+}
+
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use crate::mailbox::with_geometry;
+    use crate::sync::{fence, Arc};
+    use loom::thread;
+
+    /// The trim handshake: an active client pushes while the arbiter trims it. Either
+    /// the arbiter's last check sees the packet (the client stays active) or the
+    /// client appends itself again: the packet is never left in a mailbox nobody
+    /// will scan.
+    #[test]
+    fn trimmed_client_is_not_forgotten() {
+        loom::model(|| {
+            let lists = Arc::new(ClientLists::new(1));
+            let listing = Arc::new(Listing::new());
+            let next = Arc::new(AtomicU32::new(END));
+            listing.activate();
+            let (mut tx, rx) = with_geometry::<u32>(2, 1);
+            let client = {
+                let (lists, listing, next) =
+                    (Arc::clone(&lists), Arc::clone(&listing), Arc::clone(&next));
+                thread::spawn(move || {
+                    tx.push(1).unwrap();
+                    fence(Ordering::SeqCst);
+                    if listing.claim() {
+                        lists.push(0, 0, &next);
+                    }
+                })
+            };
+            let removed = match listing.unlist() {
+                Unlist::Pending => true,
+                Unlist::Check => {
+                    fence(Ordering::SeqCst);
+                    rx.is_empty()
+                }
+            };
+            client.join().unwrap();
+            if removed {
+                assert_eq!(
+                    lists.take(0),
+                    1,
+                    "client trimmed with a packet and not relisted"
+                );
+            }
+        });
     }
 }
 

@@ -133,8 +133,10 @@ impl<S: Scheduler, X: Transmit> Locked<S, X> {
     /// # Errors
     /// The scheduler's [`Drop`] when it refuses the packet (or evicts another).
     pub fn send(&self, pkt: Packet) -> Result<(), Drop> {
-        let now = self.clock.now();
         let mut guard = lock(&self.inner);
+        // Read under the lock, as a shaper in tc does: a time read before waiting
+        // for the lock could precede the arrival of a packet this call transmits.
+        let now = self.clock.now();
         let inner = &mut *guard;
         inner.stats.received += 1;
         let result = inner.sched.enqueue(pkt, now);
@@ -147,8 +149,9 @@ impl<S: Scheduler, X: Transmit> Locked<S, X> {
 
     /// Runs the link at the current time without sending (what a timer would do).
     pub fn poll(&self) {
+        let mut guard = lock(&self.inner);
         let now = self.clock.now();
-        lock(&self.inner).run(now);
+        guard.run(now);
     }
 
     /// Counters so far.

@@ -62,7 +62,7 @@
 //!   transmission is cheap) or by dispatcher threads; a packet goes to TX mailbox
 //!   `flow mod dispatchers`, which keeps each flow's order.
 
-use crate::clist::{ClientLists, END};
+use crate::clist::{ClientLists, Listing, Unlist, END};
 use crate::clock::Clock;
 use crate::link::Link;
 use crate::mailbox::{self, Consumer, Producer, PushError};
@@ -203,13 +203,6 @@ impl SendError {
     }
 }
 
-/// Listing state: on no list and not active; the client appends itself on send.
-const UNLISTED: u32 = 0;
-/// Listing state: on a client list, not yet taken by the arbiter.
-const PENDING: u32 = 1;
-/// Listing state: in the arbiter's active set.
-const ACTIVE: u32 = 2;
-
 /// `Shared::state` bit: sends are refused.
 const CLOSED: u32 = 1;
 /// `Shared::state` bit: the arbiter must finish.
@@ -220,8 +213,8 @@ const STOP: u32 = 2;
 /// writes it only when it lists itself.
 #[derive(Debug)]
 struct ClientCtrl {
-    /// `UNLISTED`, `PENDING` or `ACTIVE` (see the module documentation).
-    listing: AtomicU32,
+    /// Whether the client is on a list or active (see the module documentation).
+    listing: Listing,
     /// Packets of this client the scheduler dropped (single writer: the arbiter).
     drops: AtomicU64,
     /// Link to the next client on the same client list.
@@ -341,7 +334,7 @@ impl Client {
         self.stats.sent += 1;
         // Orders the push before the two loads below (see the module docs).
         fence(Ordering::SeqCst);
-        if ctrl.listing.load(Ordering::Relaxed) == UNLISTED {
+        if ctrl.listing.claim() {
             self.list_self();
         }
         if shared.arbiter.is_sleeping() {
@@ -353,14 +346,8 @@ impl Client {
     #[cold]
     fn list_self(&self) {
         let ctrl = &self.shared.clients[self.index as usize];
-        if ctrl
-            .listing
-            .compare_exchange(UNLISTED, PENDING, Ordering::Relaxed, Ordering::Relaxed)
-            .is_ok()
-        {
-            let cpu = affinity::current_cpu().unwrap_or(0);
-            self.shared.lists.push(cpu, self.index, &ctrl.next);
-        }
+        let cpu = affinity::current_cpu().unwrap_or(0);
+        self.shared.lists.push(cpu, self.index, &ctrl.next);
         // Orders the append before the caller's check of the arbiter's sleep flag.
         fence(Ordering::SeqCst);
     }
@@ -538,7 +525,7 @@ where
             clients: (0..cfg.max_clients)
                 .map(|_| {
                     CachePadded::new(ClientCtrl {
-                        listing: AtomicU32::new(UNLISTED),
+                        listing: Listing::new(),
                         drops: AtomicU64::new(0),
                         next: AtomicU32::new(END),
                     })
@@ -672,6 +659,26 @@ where
         })
     }
 
+    /// Stops the runtime and accounts for every packet.
+    ///
+    /// Refuses new sends at once, then **waits until every [`Client`] handle is
+    /// dropped** (so that no push can race with the final drain), then stops the
+    /// arbiter and the dispatchers.
+    ///
+    /// # Panics
+    /// If the arbiter or a dispatcher thread panicked.
+    pub fn shutdown(mut self, mode: ShutdownMode) -> Report<S, X> {
+        match self.stop(mode) {
+            Some(Ok(report)) => report,
+            Some(Err(panic)) => std::panic::resume_unwind(panic),
+            None => unreachable!("a runtime is stopped only by shutdown or drop"),
+        }
+    }
+}
+
+type Joined<T> = Result<T, Box<dyn std::any::Any + Send + 'static>>;
+
+impl<S, X> Pspat<S, X> {
     /// The runtime clock (what the arbiter passes to the scheduler as `now`).
     #[must_use]
     pub fn clock(&self) -> Clock {
@@ -697,26 +704,6 @@ where
         lock(&self.placement).clone()
     }
 
-    /// Stops the runtime and accounts for every packet.
-    ///
-    /// Refuses new sends at once, then **waits until every [`Client`] handle is
-    /// dropped** (so that no push can race with the final drain), then stops the
-    /// arbiter and the dispatchers.
-    ///
-    /// # Panics
-    /// If the arbiter or a dispatcher thread panicked.
-    pub fn shutdown(mut self, mode: ShutdownMode) -> Report<S, X> {
-        match self.stop(mode) {
-            Some(Ok(report)) => report,
-            Some(Err(panic)) => std::panic::resume_unwind(panic),
-            None => unreachable!("a runtime is stopped only by shutdown or drop"),
-        }
-    }
-}
-
-type Joined<T> = Result<T, Box<dyn std::any::Any + Send + 'static>>;
-
-impl<S, X> Pspat<S, X> {
     /// Closes, waits for clients, stops and joins the threads. `None` if already
     /// stopped; `Err` with the panic of a runtime thread that panicked.
     fn stop(&mut self, mode: ShutdownMode) -> Option<Joined<Report<S, X>>> {
@@ -868,7 +855,7 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         }
         self.trim_active();
         moved |= self.release(now);
-        self.flush(now);
+        self.flush();
         self.publish();
         moved
     }
@@ -887,7 +874,7 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
                 // Read the link before the state changes: once trimmed, the client
                 // may append itself again and rewrite it.
                 link = ctrl.next.load(Ordering::Relaxed);
-                ctrl.listing.store(ACTIVE, Ordering::Relaxed);
+                ctrl.listing.activate();
                 let book = &mut self.books[client as usize];
                 if !book.active {
                     book.active = true;
@@ -942,12 +929,9 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
             if self.books[client as usize].kept_round == self.round {
                 continue;
             }
-            let listing = &self.shared.clients[client as usize].listing;
-            match listing.compare_exchange(ACTIVE, UNLISTED, Ordering::Relaxed, Ordering::Relaxed) {
-                // Already on a list again: it will be taken back next round.
-                Err(PENDING) => self.books[client as usize].active = false,
-                // Newly unlisted, or unlisted by an earlier trim that found packets.
-                Ok(_) | Err(_) => self.trim.push(client),
+            match self.shared.clients[client as usize].listing.unlist() {
+                Unlist::Pending => self.books[client as usize].active = false,
+                Unlist::Check => self.trim.push(client),
             }
         }
         if !self.trim.is_empty() {
@@ -981,7 +965,7 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
             self.consumers[client as usize].release(1);
             self.books[client as usize].report.delivered += 1;
             self.stats.decisions += 1;
-            if !self.output(pkt, now) {
+            if !self.output(pkt) {
                 break;
             }
         }
@@ -990,12 +974,12 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
 
     /// Sends one packet on; false if its TX mailbox is full (it waits as pending).
     #[inline]
-    fn output(&mut self, pkt: Packet, now: Nanos) -> bool {
+    fn output(&mut self, pkt: Packet) -> bool {
         match &mut self.out {
             Output::Inline { sink, batch } => {
                 batch.push(pkt);
                 if batch.len() == INLINE_BATCH {
-                    sink.transmit(batch, now);
+                    sink.transmit(batch, self.shared.clock.now());
                     batch.clear();
                 }
                 true
@@ -1048,11 +1032,13 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
 
     /// Hands the round's packets on: the inline batch to the sink, or a wake-up to
     /// each dispatcher whose TX mailbox was pushed to (Fig. 5, lines 23-27).
-    fn flush(&mut self, now: Nanos) {
+    fn flush(&mut self) {
         match &mut self.out {
             Output::Inline { sink, batch } => {
                 if !batch.is_empty() {
-                    sink.transmit(batch, now);
+                    // The clock again, not the round's `now`: packets read after
+                    // `now` was taken may be in the batch.
+                    sink.transmit(batch, self.shared.clock.now());
                     batch.clear();
                 }
             }
@@ -1119,15 +1105,15 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
             }
             // Packets released before the stop still go to their dispatchers.
             while !self.retry_pending() {
-                self.flush(now);
+                self.flush();
                 spin_loop();
             }
-            self.flush(now);
+            self.flush();
         } else {
             loop {
                 let now = clock.now();
                 self.release(now);
-                self.flush(now);
+                self.flush();
                 if self.sched.backlog().packets == 0 && !self.tx_blocked() {
                     break;
                 }

@@ -9,8 +9,9 @@ use eiffel_sched::{Nanos, Packet};
 
 /// The next stage after the scheduler: a NIC queue, a socket, a counter.
 pub trait Transmit: Send {
-    /// Sends `batch`, in order. `now` is the runtime clock when the batch left the
-    /// TX mailbox (for latency measurement).
+    /// Sends `batch`, in order. `now` is the runtime's clock read when the batch
+    /// is handed over, never earlier than any packet's arrival stamped on that
+    /// clock (for latency measurement).
     fn transmit(&mut self, batch: &[Packet], now: Nanos);
 }
 

@@ -3,6 +3,8 @@
 
 use clap::{Args, Subcommand};
 
+pub mod pspat;
+
 /// Options every benchmark accepts.
 #[derive(Debug, Clone, Args)]
 pub struct CommonOpts {
@@ -16,12 +18,18 @@ pub struct CommonOpts {
 
 /// The benchmark to run.
 #[derive(Debug, Subcommand)]
-pub enum BenchCommand {}
+pub enum BenchCommand {
+    /// PSPAT (section 6): decisions/s against client threads, rate stability under
+    /// overload and victim latency, PSPAT against the same scheduler behind one lock.
+    Pspat(pspat::PspatOpts),
+}
 
 /// An error a benchmark reports instead of results.
 pub type BenchError = Box<dyn std::error::Error>;
 
 /// Runs one benchmark.
 pub fn run(cmd: BenchCommand) -> Result<(), BenchError> {
-    match cmd {}
+    match cmd {
+        BenchCommand::Pspat(opts) => pspat::run(opts),
+    }
 }
