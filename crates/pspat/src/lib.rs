@@ -10,7 +10,8 @@
 //!
 //! Layers, bottom up:
 //! - [`mailbox`]: FastForward single-producer single-consumer rings (section 4.1);
-//! - [`clist`](crate::runtime#the-listed-flag): per-CPU client lists (section 3.1);
+//! - `clist` (private): per-CPU client lists and each client's listing state
+//!   (section 3.1), see [`runtime`'s listing handshake](runtime#the-listing-state);
 //! - [`link`]: the emulated link, a leaky bucket;
 //! - [`runtime`]: [`Pspat`], [`Client`], the arbiter's `do_scan` (Fig. 5), the
 //!   dispatchers, idle sleep (section 3.5) and shutdown;

@@ -41,7 +41,7 @@
 //! the other's store (store buffering), so a packet is either seen by the arbiter's
 //! last check or its sender re-lists itself: no packet is stranded in an unscanned
 //! mailbox. The same client fence serves the arbiter's sleep handshake
-//! ([`crate::sleeper`]).
+//! (the `sleeper` module).
 //!
 //! # Idle behaviour
 //! After `idle_spin` (Tw) without work the arbiter sleeps until a client notifies it
@@ -56,7 +56,7 @@
 //!
 //! # Deviations from the paper
 //! - Client lists accept concurrent appenders and use the listing state (see
-//!   [`crate::clist`]), because user threads migrate and are preempted.
+//!   the `clist` module), because user threads migrate and are preempted.
 //! - Packets travel by value (48-byte descriptors) rather than as pointers.
 //! - Dispatch may be done inline by the arbiter (section 3.3 allows it when
 //!   transmission is cheap) or by dispatcher threads; a packet goes to TX mailbox
