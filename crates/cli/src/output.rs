@@ -33,11 +33,6 @@ impl Table {
         self.rows.push(cells.into_iter().map(Into::into).collect());
     }
 
-    /// Whether no row was added.
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-    }
-
     /// Renders the table: the first column left-aligned, the others right-aligned.
     pub fn render(&self) -> String {
         let cols = self.header.len();

@@ -1,1 +1,52 @@
-//! placeholder for the eiffel-net crate
+//! Linux packet I/O, header parsing and classification for Eiffel.
+//!
+//! Takes frames off a Linux interface, reduces each to an [`eiffel_sched::Packet`]
+//! descriptor for a scheduler, and puts the frames the scheduler releases back on the
+//! wire. The payload stays in a preallocated buffer pool; only descriptors travel.
+//!
+//! # Layers
+//! Sans-IO (no system call, no clock; `now` is passed in):
+//! - [`wire`]: Ethernet / 802.1Q / 802.1ad / IPv4 / IPv6 / TCP / UDP headers (via
+//!   `etherparse`) to a `Copy` [`wire::FlowKey`]; malformed frames named by layer.
+//! - [`classify`]: the policy file's rule schema ([`classify::ClassifySpec`]), compiled
+//!   first-match rules, a bounded flow table with idle expiry and LRU eviction, and the
+//!   [`classify::Classifier`] that turns frame bytes into descriptors.
+//! - [`pool`]: the buffer pool whose slot index is `Packet::buffer`.
+//!
+//! Operating system (Linux only):
+//! - [`afpacket`]: TPACKET_V3 receive rings, TPACKET_V2 transmit rings with one
+//!   `send(2)` per batch, `ppoll(2)` waits with nanosecond timeouts.
+//! - [`forward`]: a single-threaded two-port forwarder (receive, classify, schedule,
+//!   transmit): the reference data path.
+//! - [`testbed`]: network namespaces, veth pairs, HTB baselines and iperf3 helpers
+//!   for end-to-end tests.
+//!
+//! All `unsafe` code (socket options, `mmap`, ring access, `ppoll`, `setns`) lives in
+//! one private module, `sys`, whose ownership protocol for the shared ring memory is
+//! documented there; the rest of the crate is safe Rust.
+//!
+//! # Supported
+//! | feature | status |
+//! | --- | --- |
+//! | AF_PACKET receive, TPACKET_V3 mmap ring, poll-driven | yes |
+//! | AF_PACKET batched transmit, TPACKET_V2 mmap ring, one `send` per batch | yes |
+//! | own transmissions ignored (`PACKET_IGNORE_OUTGOING`), promiscuous mode | yes |
+//! | VLAN tags stripped by the kernel restored on forwarding (single and double) | yes |
+//! | Ethernet II, 802.1Q, 802.1ad (QinQ), IPv4 (+options, AH), IPv6 (+extension headers), TCP, UDP | parsed |
+//! | ARP, ICMP, other EtherTypes and protocols | forwarded, classified by the fields they have |
+//! | IP fragments | one flow per address pair and protocol (no ports), kept in order |
+//! | malformed or truncated frames | counted by layer; forwarded in the default leaf or dropped (configurable) |
+//! | jumbo frames | yes, with transmit slots and pool slots sized above MTU + 18 |
+//! | GRO / GSO / TSO super-frames | no: counted and dropped; turn offloads off (`ethtool -K DEV gro off gso off tso off`) |
+//! | frames with hardware checksum pending (`TP_STATUS_CSUMNOTREADY`) | forwarded unchanged and counted; turn TX checksum offload off on such senders |
+//! | AF_XDP | no (see the crate README) |
+//! | multiple queues / `PACKET_FANOUT` | no: one ring per interface |
+
+pub mod afpacket;
+pub mod classify;
+pub mod forward;
+pub mod pool;
+#[allow(unsafe_code)]
+mod sys;
+pub mod testbed;
+pub mod wire;

@@ -254,7 +254,10 @@ mod tests {
         pool.push_back(&mut a, Packet::new(0, 300)).unwrap();
         pool.push_back(&mut b, Packet::new(1, 400)).unwrap();
         assert!(pool.is_full());
-        assert_eq!(pool.push_back(&mut a, Packet::new(0, 1)), Err(Packet::new(0, 1)));
+        assert_eq!(
+            pool.push_back(&mut a, Packet::new(0, 1)),
+            Err(Packet::new(0, 1))
+        );
         pool.check_invariants([&a, &b]);
         assert_eq!((a.len(), a.bytes()), (2, 400));
         assert_eq!(pool.iter(&a).map(|p| p.len).collect::<Vec<_>>(), [100, 300]);

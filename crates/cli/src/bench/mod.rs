@@ -3,7 +3,8 @@
 
 use clap::{Args, Subcommand};
 
-pub mod pspat;
+mod pspat;
+mod queues;
 
 /// Options every benchmark accepts.
 #[derive(Debug, Clone, Args)]
@@ -19,6 +20,9 @@ pub struct CommonOpts {
 /// The benchmark to run.
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
+    /// Integer priority queues: Mpps against packets per bucket and occupancy, and the
+    /// approximate queue's error (Eiffel Figs. 12-14).
+    Queues(CommonOpts),
     /// PSPAT (section 6): decisions/s against client threads, rate stability under
     /// overload and victim latency, PSPAT against the same scheduler behind one lock.
     Pspat(pspat::PspatOpts),
@@ -30,6 +34,7 @@ pub type BenchError = Box<dyn std::error::Error>;
 /// Runs one benchmark.
 pub fn run(cmd: BenchCommand) -> Result<(), BenchError> {
     match cmd {
+        BenchCommand::Queues(opts) => queues::run(&opts),
         BenchCommand::Pspat(opts) => pspat::run(opts),
     }
 }

@@ -1,0 +1,764 @@
+//! Packet I/O on a Linux interface through `AF_PACKET` memory-mapped rings.
+//!
+//! - [`RxRing`]: a TPACKET_V3 receive ring. The kernel fills blocks of frames and
+//!   hands each block over whole, when it is full or when the *retire timeout*
+//!   expires; [`RxRing::recv`] walks the handed-over frames and gives each block back
+//!   as soon as its last frame has been visited. Bound to one interface with
+//!   `ETH_P_ALL`, in promiscuous mode, with `PACKET_IGNORE_OUTGOING` so frames this
+//!   host transmits on the interface (our own forwarded frames included) are not
+//!   received again.
+//! - [`TxRing`]: a TPACKET_V2 transmit ring (TPACKET_V3 brings nothing to transmit
+//!   but variable frame sizes we do not need). [`TxRing::send`] copies a frame into
+//!   the next free slot; [`TxRing::flush`] issues one `send(2)` that makes the kernel
+//!   transmit every slot filled since the last flush: one system call per batch.
+//!   The socket is bound with protocol 0, so it receives nothing. `PACKET_LOSS` is
+//!   set: a frame the kernel refuses (too long for the MTU) is marked and skipped
+//!   instead of stalling the ring, and counted in [`TxStats::rejected`].
+//! - [`PollSet`]: waits on any number of rings with `ppoll(2)`, to the nanosecond, so
+//!   a caller sleeps exactly until the next arrival or the next departure.
+//!
+//! # Frame sizes, offloads, VLAN tags
+//! - The kernel strips the outer VLAN tag of a received frame into metadata before
+//!   packet sockets see it. [`RxFrame::copy_to`] puts it back, so a forwarded frame
+//!   leaves with the tags it came with (both tags of a double-tagged frame).
+//! - Generic receive offload and segmentation offload (GRO, TSO, GSO) can hand a
+//!   packet socket "super-frames" larger than the MTU. They are not supported: such a
+//!   frame is received whole when it fits in a ring block, but is larger than a buffer
+//!   slot or than what the transmit side accepts, and is dropped and counted (see
+//!   [`crate::forward`]). Turn offloads off on interfaces in front of the shaper
+//!   (`ethtool -K DEV gro off gso off tso off`); the test bed does.
+//! - Frames with a checksum still to be completed by hardware
+//!   (`TP_STATUS_CSUMNOTREADY`, seen on locally generated traffic and veth peers with
+//!   TX checksum offload on) are forwarded as they are and counted in
+//!   [`RxStats::checksum_pending`]; the receiver would discard them, so turn TX
+//!   checksum offload off on such senders (`ethtool -K DEV tx off`).
+//! - Jumbo frames work when [`TxConfig::frame_size`] and the buffer pool's slot size
+//!   exceed the MTU plus 18 bytes (Ethernet header and one VLAN tag) and 32 bytes of
+//!   TPACKET header.
+//!
+//! # Latency of TPACKET_V3
+//! A block is handed over when it fills or when [`RxConfig::retire_timeout_ms`]
+//! expires (the kernel's unit is the millisecond, rounded up to a scheduler tick), so
+//! under light load a frame can wait that long before user space sees it; under load
+//! blocks fill first. Smaller blocks fill sooner.
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::time::Duration;
+
+use crate::sys::{self, ring};
+
+/// Something failed while opening or driving a packet socket.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NetError {
+    /// The interface does not exist (in this network namespace).
+    #[error(
+        "interface `{interface}` does not exist in this network namespace \
+         (list the interfaces with `ip link`)"
+    )]
+    NoSuchInterface {
+        /// The name given.
+        interface: String,
+    },
+    /// The process lacks `CAP_NET_RAW`.
+    #[error(
+        "{op} on `{interface}` needs CAP_NET_RAW: run as root, or grant the capability \
+         with `setcap cap_net_raw+ep <binary>`"
+    )]
+    PermissionDenied {
+        /// The operation refused.
+        op: &'static str,
+        /// The interface.
+        interface: String,
+    },
+    /// A system call failed.
+    #[error("{op} on `{interface}`: {source}")]
+    Io {
+        /// The operation.
+        op: &'static str,
+        /// The interface.
+        interface: String,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
+    /// A ring configuration the kernel would refuse.
+    #[error("{0}")]
+    Config(String),
+}
+
+impl NetError {
+    fn io(op: &'static str, interface: &str, source: io::Error) -> NetError {
+        match source.raw_os_error() {
+            Some(libc::EPERM | libc::EACCES) => NetError::PermissionDenied {
+                op,
+                interface: interface.to_owned(),
+            },
+            Some(libc::ENODEV | libc::ENXIO) => NetError::NoSuchInterface {
+                interface: interface.to_owned(),
+            },
+            _ => NetError::Io {
+                op,
+                interface: interface.to_owned(),
+                source,
+            },
+        }
+    }
+}
+
+/// Geometry and options of a receive ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RxConfig {
+    /// Bytes per block: a multiple of the page size, at least one frame.
+    pub block_size: u32,
+    /// Blocks in the ring.
+    pub block_count: u32,
+    /// A block that is not full is handed over after this many milliseconds (>= 1).
+    pub retire_timeout_ms: u32,
+    /// Put the interface in promiscuous mode while the ring is open.
+    pub promiscuous: bool,
+}
+
+impl Default for RxConfig {
+    /// 32 blocks of 256 KiB (8 MiB: about 5,000 full-size frames, 60,000 minimum-size
+    /// ones), retired after 1 ms, promiscuous.
+    fn default() -> Self {
+        RxConfig {
+            block_size: 256 * 1024,
+            block_count: 32,
+            retire_timeout_ms: 1,
+            promiscuous: true,
+        }
+    }
+}
+
+/// Geometry and options of a transmit ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TxConfig {
+    /// Bytes per slot, including the 32-byte TPACKET header: a multiple of 16.
+    pub frame_size: u32,
+    /// Slots in the ring.
+    pub frame_count: u32,
+    /// Hand frames straight to the driver, skipping the interface's qdisc
+    /// (`PACKET_QDISC_BYPASS`). The driver may then drop under pressure where the
+    /// qdisc would have queued.
+    pub qdisc_bypass: bool,
+}
+
+impl Default for TxConfig {
+    /// 1,024 slots of 2 KiB (room for a 1,500-byte MTU frame with two VLAN tags),
+    /// through the qdisc.
+    fn default() -> Self {
+        TxConfig {
+            frame_size: 2048,
+            frame_count: 1024,
+            qdisc_bypass: false,
+        }
+    }
+}
+
+/// Receive counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RxStats {
+    /// Frames visited.
+    pub frames: u64,
+    /// Bytes visited (wire length).
+    pub bytes: u64,
+    /// Frames captured shorter than their wire length (larger than a ring block).
+    pub truncated: u64,
+    /// Frames whose transport checksum was left for hardware to complete.
+    pub checksum_pending: u64,
+    /// Frames the kernel dropped because the ring was full.
+    pub kernel_drops: u64,
+    /// Blocks whose kernel-written offsets were inconsistent (skipped).
+    pub ring_errors: u64,
+}
+
+/// Transmit counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TxStats {
+    /// Frames queued in the ring.
+    pub frames: u64,
+    /// Bytes queued in the ring.
+    pub bytes: u64,
+    /// Frames the kernel refused (longer than the MTU allows).
+    pub rejected: u64,
+    /// Frames refused before queueing because they exceed [`TxRing::max_frame`].
+    pub too_large: u64,
+    /// Times a frame found the ring full.
+    pub full: u64,
+    /// `send(2)` calls that started transmission.
+    pub kicks: u64,
+    /// `send(2)` calls that failed (transmission is retried at the next flush).
+    pub kick_errors: u64,
+}
+
+/// Why [`TxRing::send`] did not queue a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TxError {
+    /// Every slot is still owned by the kernel: flush, then wait for writability.
+    #[error("transmit ring full")]
+    Full,
+    /// The frame is longer than the interface accepts.
+    #[error("frame of {len} bytes exceeds the {max}-byte limit")]
+    TooLarge {
+        /// The frame's length.
+        len: usize,
+        /// The limit.
+        max: usize,
+    },
+}
+
+/// A frame in a receive ring, valid during [`RxRing::recv`]'s callback.
+#[derive(Clone, Copy, Debug)]
+pub struct RxFrame<'a> {
+    raw: ring::RawFrame<'a>,
+}
+
+const TPID_8021Q: u16 = 0x8100;
+
+impl<'a> RxFrame<'a> {
+    /// The captured bytes, from the destination MAC on, without the outer VLAN tag
+    /// when the kernel took it out (see [`RxFrame::vlan_tag`]).
+    #[must_use]
+    pub fn data(&self) -> &'a [u8] {
+        self.raw.data
+    }
+
+    /// The outer VLAN tag the kernel took out of the frame (TPID and TCI, network
+    /// byte order), if any.
+    #[must_use]
+    pub fn vlan_tag(&self) -> Option<[u8; 4]> {
+        if self.raw.status & libc::TP_STATUS_VLAN_VALID == 0 {
+            return None;
+        }
+        let tpid = if self.raw.status & libc::TP_STATUS_VLAN_TPID_VALID != 0 {
+            self.raw.vlan_tpid
+        } else {
+            TPID_8021Q
+        };
+        let [a, b] = tpid.to_be_bytes();
+        let [c, d] = self.raw.vlan_tci.to_be_bytes();
+        Some([a, b, c, d])
+    }
+
+    /// Length of the frame as it was on the wire, VLAN tag included.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.raw.data.len() + if self.vlan_tag().is_some() { 4 } else { 0 }
+    }
+
+    /// Whether the frame is empty (never true for a frame from a ring).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.raw.data.is_empty()
+    }
+
+    /// Whether the ring captured less than the whole frame.
+    #[must_use]
+    pub fn is_truncated(&self) -> bool {
+        (self.raw.data.len() as u64) < u64::from(self.raw.wire_len)
+    }
+
+    /// Whether the transport checksum was left for hardware to complete.
+    #[must_use]
+    pub fn checksum_pending(&self) -> bool {
+        self.raw.status & libc::TP_STATUS_CSUMNOTREADY != 0
+    }
+
+    /// Copies the frame into `dst` as it was on the wire (the VLAN tag put back after
+    /// the MAC addresses). Returns the length, or `None` when `dst` is too small or
+    /// the frame is too short to carry MAC addresses.
+    #[must_use]
+    pub fn copy_to(&self, dst: &mut [u8]) -> Option<usize> {
+        let src = self.raw.data;
+        let len = self.len();
+        let dst = dst.get_mut(..len)?;
+        match self.vlan_tag() {
+            None => dst.copy_from_slice(src),
+            Some(tag) => {
+                let (macs, rest) = src.split_at_checked(12)?;
+                dst[..12].copy_from_slice(macs);
+                dst[12..16].copy_from_slice(&tag);
+                dst[16..].copy_from_slice(rest);
+            }
+        }
+        Some(len)
+    }
+}
+
+fn check(cond: bool, msg: impl FnOnce() -> String) -> Result<(), NetError> {
+    if cond {
+        Ok(())
+    } else {
+        Err(NetError::Config(msg()))
+    }
+}
+
+/// Opens a packet socket and resolves `interface` on it.
+fn open_socket(interface: &str) -> Result<(OwnedFd, u32), NetError> {
+    let fd = sys::packet_socket()
+        .map_err(|e| NetError::io("opening an AF_PACKET socket", interface, e))?;
+    let index = sys::interface_index(fd.as_fd(), interface).map_err(|e| match e.kind() {
+        io::ErrorKind::InvalidInput => NetError::Config(format!(
+            "`{interface}` is not a valid interface name (1 to 15 bytes)"
+        )),
+        _ => NetError::io("looking up the interface", interface, e),
+    })?;
+    Ok((fd, index))
+}
+
+/// A TPACKET_V3 receive ring bound to one interface.
+pub struct RxRing {
+    blocks: ring::RxBlocks,
+    fd: OwnedFd,
+    interface: String,
+    stats: RxStats,
+}
+
+impl RxRing {
+    /// Opens a receive ring on `interface`.
+    ///
+    /// # Errors
+    /// A missing interface, missing `CAP_NET_RAW`, a geometry the kernel refuses, or
+    /// any other failed system call, each naming the interface.
+    pub fn open(interface: &str, cfg: &RxConfig) -> Result<RxRing, NetError> {
+        let page = sys::page_size();
+        let frame_size = 2048u32;
+        check(
+            cfg.block_size as usize % page == 0 && cfg.block_size >= frame_size,
+            || {
+                format!("receive block size {} must be a multiple of the {page}-byte page size and at least {frame_size}", cfg.block_size)
+            },
+        )?;
+        check(cfg.block_count > 0, || {
+            "receive ring needs at least one block".into()
+        })?;
+        check(cfg.retire_timeout_ms > 0, || {
+            "receive retire timeout must be at least 1 ms".into()
+        })?;
+        let total = (cfg.block_size as usize).checked_mul(cfg.block_count as usize);
+        check(total.is_some_and(|t| t <= 1 << 31), || {
+            "receive ring larger than 2 GiB".into()
+        })?;
+
+        let (fd, index) = open_socket(interface)?;
+        let opt = |op, r: io::Result<()>| r.map_err(|e| NetError::io(op, interface, e));
+        opt(
+            "selecting TPACKET_V3",
+            sys::set_packet_int(
+                fd.as_fd(),
+                libc::PACKET_VERSION,
+                libc::tpacket_versions::TPACKET_V3 as libc::c_int,
+            ),
+        )?;
+        opt(
+            "setting PACKET_IGNORE_OUTGOING",
+            sys::set_packet_int(fd.as_fd(), libc::PACKET_IGNORE_OUTGOING, 1),
+        )?;
+        let req = libc::tpacket_req3 {
+            tp_block_size: cfg.block_size,
+            tp_block_nr: cfg.block_count,
+            tp_frame_size: frame_size,
+            tp_frame_nr: cfg.block_size / frame_size * cfg.block_count,
+            tp_retire_blk_tov: cfg.retire_timeout_ms,
+            tp_sizeof_priv: 0,
+            tp_feature_req_word: 0,
+        };
+        opt(
+            "setting up the receive ring",
+            sys::set_rx_ring(fd.as_fd(), &req),
+        )?;
+        let len = cfg.block_size as usize * cfg.block_count as usize;
+        let map = ring::Mmap::new(fd.as_fd(), len)
+            .map_err(|e| NetError::io("mapping the receive ring", interface, e))?;
+        let blocks = ring::RxBlocks::new(map, cfg.block_size as usize, cfg.block_count as usize)
+            .map_err(|e| NetError::io("mapping the receive ring", interface, e))?;
+        opt(
+            "binding the receive socket",
+            sys::bind(fd.as_fd(), index, libc::ETH_P_ALL as u16),
+        )?;
+        if cfg.promiscuous {
+            opt(
+                "enabling promiscuous mode",
+                sys::add_promiscuous(fd.as_fd(), index),
+            )?;
+        }
+        Ok(RxRing {
+            blocks,
+            fd,
+            interface: interface.to_owned(),
+            stats: RxStats::default(),
+        })
+    }
+
+    /// Visits up to `budget` received frames, oldest first, and returns how many it
+    /// visited. Does not block. Each frame is valid only inside the callback; its
+    /// ring block goes back to the kernel once all its frames have been visited.
+    pub fn recv(&mut self, budget: usize, mut on_frame: impl FnMut(RxFrame<'_>)) -> usize {
+        let mut n = 0;
+        while n < budget {
+            match self.blocks.next_frame() {
+                None => break,
+                Some(Err(ring::Corrupt)) => self.stats.ring_errors += 1,
+                Some(Ok(raw)) => {
+                    let frame = RxFrame { raw };
+                    self.stats.frames += 1;
+                    self.stats.bytes += u64::from(raw.wire_len);
+                    self.stats.truncated += u64::from(frame.is_truncated());
+                    self.stats.checksum_pending += u64::from(frame.checksum_pending());
+                    on_frame(frame);
+                    n += 1;
+                }
+            }
+        }
+        self.blocks.release_finished();
+        n
+    }
+
+    /// Counters, with the kernel's ring-full drops brought up to date.
+    pub fn stats(&mut self) -> RxStats {
+        if let Ok((_, drops, _)) = sys::packet_stats(self.fd.as_fd()) {
+            self.stats.kernel_drops += u64::from(drops);
+        }
+        self.stats
+    }
+
+    /// The interface name.
+    #[must_use]
+    pub fn interface(&self) -> &str {
+        &self.interface
+    }
+}
+
+impl AsFd for RxRing {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl core::fmt::Debug for RxRing {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("RxRing")
+            .field("interface", &self.interface)
+            .field("fd", &self.fd.as_raw_fd())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A TPACKET_V2 transmit ring bound to one interface.
+pub struct TxRing {
+    frames: ring::TxFrames,
+    fd: OwnedFd,
+    interface: String,
+    /// Longest untagged frame the interface accepts: MTU + Ethernet header.
+    max_untagged: usize,
+    queued: u32,
+    stats: TxStats,
+}
+
+const ETH_HLEN: usize = 14;
+const VLAN_HLEN: usize = 4;
+
+impl TxRing {
+    /// Opens a transmit ring on `interface`.
+    ///
+    /// # Errors
+    /// As for [`RxRing::open`].
+    pub fn open(interface: &str, cfg: &TxConfig) -> Result<TxRing, NetError> {
+        let page = sys::page_size() as u32;
+        check(
+            cfg.frame_size as usize > ring::TX_DATA_OFFSET + ETH_HLEN
+                && cfg.frame_size % 16 == 0
+                && cfg.frame_size <= 1 << 20,
+            || {
+                format!(
+                    "transmit frame size {} must be a multiple of 16 in 64..=1048576",
+                    cfg.frame_size
+                )
+            },
+        )?;
+        let block_size = cfg.frame_size.div_ceil(page) * page;
+        let per_block = block_size / cfg.frame_size;
+        check(cfg.frame_count > 0, || {
+            "transmit ring needs at least one frame".into()
+        })?;
+        let frame_count = cfg.frame_count.div_ceil(per_block) * per_block;
+        let total = u64::from(block_size) * u64::from(frame_count / per_block);
+        check(total <= 1 << 31, || {
+            "transmit ring larger than 2 GiB".into()
+        })?;
+
+        let (fd, index) = open_socket(interface)?;
+        let mtu = sys::interface_mtu(fd.as_fd(), interface)
+            .map_err(|e| NetError::io("reading the MTU", interface, e))?;
+        let opt = |op, r: io::Result<()>| r.map_err(|e| NetError::io(op, interface, e));
+        opt(
+            "selecting TPACKET_V2",
+            sys::set_packet_int(
+                fd.as_fd(),
+                libc::PACKET_VERSION,
+                libc::tpacket_versions::TPACKET_V2 as libc::c_int,
+            ),
+        )?;
+        opt(
+            "setting PACKET_LOSS",
+            sys::set_packet_int(fd.as_fd(), libc::PACKET_LOSS, 1),
+        )?;
+        if cfg.qdisc_bypass {
+            opt(
+                "setting PACKET_QDISC_BYPASS",
+                sys::set_packet_int(fd.as_fd(), libc::PACKET_QDISC_BYPASS, 1),
+            )?;
+        }
+        let req = libc::tpacket_req {
+            tp_block_size: block_size,
+            tp_block_nr: frame_count / per_block,
+            tp_frame_size: cfg.frame_size,
+            tp_frame_nr: frame_count,
+        };
+        opt(
+            "setting up the transmit ring",
+            sys::set_tx_ring(fd.as_fd(), &req),
+        )?;
+        let map = ring::Mmap::new(fd.as_fd(), total as usize)
+            .map_err(|e| NetError::io("mapping the transmit ring", interface, e))?;
+        let frames = ring::TxFrames::new(
+            map,
+            block_size as usize,
+            cfg.frame_size as usize,
+            frame_count as usize,
+        )
+        .map_err(|e| NetError::io("mapping the transmit ring", interface, e))?;
+        opt(
+            "binding the transmit socket",
+            sys::bind(fd.as_fd(), index, 0),
+        )?;
+        Ok(TxRing {
+            frames,
+            fd,
+            interface: interface.to_owned(),
+            max_untagged: mtu as usize + ETH_HLEN,
+            queued: 0,
+            stats: TxStats::default(),
+        })
+    }
+
+    /// The longest frame accepted: MTU + 14 bytes of Ethernet header + 4 bytes for a
+    /// VLAN tag (untagged frames may not use those 4), bounded by the slot size.
+    #[must_use]
+    pub fn max_frame(&self) -> usize {
+        (self.max_untagged + VLAN_HLEN).min(self.frames.capacity())
+    }
+
+    fn limit_for(&self, frame: &[u8]) -> usize {
+        let tagged = frame
+            .get(12..14)
+            .is_some_and(|t| matches!(u16::from_be_bytes([t[0], t[1]]), 0x8100 | 0x88a8));
+        let limit = self.max_untagged + if tagged { VLAN_HLEN } else { 0 };
+        limit.min(self.frames.capacity())
+    }
+
+    /// Queues a copy of `frame` (from the destination MAC on, without FCS). It leaves
+    /// at the next [`TxRing::flush`].
+    ///
+    /// # Errors
+    /// [`TxError::Full`] when no slot is free; [`TxError::TooLarge`] when the frame
+    /// exceeds what the interface accepts.
+    pub fn send(&mut self, frame: &[u8]) -> Result<(), TxError> {
+        let max = self.limit_for(frame);
+        if frame.len() > max {
+            self.stats.too_large += 1;
+            return Err(TxError::TooLarge {
+                len: frame.len(),
+                max,
+            });
+        }
+        self.submit(frame.len(), |buf| {
+            buf.get_mut(..frame.len())?.copy_from_slice(frame);
+            Some(frame.len())
+        })
+    }
+
+    /// Queues a received frame, copied straight from the receive ring with its VLAN
+    /// tag restored.
+    ///
+    /// # Errors
+    /// As for [`TxRing::send`].
+    pub fn send_frame(&mut self, frame: &RxFrame<'_>) -> Result<(), TxError> {
+        let len = frame.len();
+        let limit = if frame.vlan_tag().is_some() {
+            (self.max_untagged + VLAN_HLEN).min(self.frames.capacity())
+        } else {
+            self.limit_for(frame.data())
+        };
+        if len > limit {
+            self.stats.too_large += 1;
+            return Err(TxError::TooLarge { len, max: limit });
+        }
+        self.submit(len, |buf| frame.copy_to(buf))
+    }
+
+    fn submit(
+        &mut self,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> Option<usize>,
+    ) -> Result<(), TxError> {
+        match self.frames.submit(fill) {
+            ring::Submit::Queued { rejected } => {
+                self.stats.rejected += u64::from(rejected);
+                self.stats.frames += 1;
+                self.stats.bytes += len as u64;
+                self.queued += 1;
+                Ok(())
+            }
+            ring::Submit::Full => {
+                self.stats.full += 1;
+                Err(TxError::Full)
+            }
+            ring::Submit::Declined => {
+                self.stats.too_large += 1;
+                Err(TxError::TooLarge {
+                    len,
+                    max: self.frames.capacity(),
+                })
+            }
+        }
+    }
+
+    /// Whether the next [`TxRing::send`] finds a free slot.
+    #[must_use]
+    pub fn has_room(&self) -> bool {
+        self.frames.head_free()
+    }
+
+    /// Frames queued since the last flush.
+    #[must_use]
+    pub fn pending(&self) -> u32 {
+        self.queued
+    }
+
+    /// Starts transmission of every frame queued since the last flush: one `send(2)`
+    /// per batch, without waiting for completion. A transient failure (`ENOBUFS`,
+    /// `EAGAIN`) leaves the frames queued for the next flush and is only counted.
+    ///
+    /// # Errors
+    /// Any other failure of `send(2)`, naming the interface.
+    pub fn flush(&mut self) -> Result<(), NetError> {
+        if self.queued == 0 {
+            return Ok(());
+        }
+        match sys::kick_tx(self.fd.as_fd()) {
+            Ok(_) => {
+                self.stats.kicks += 1;
+                self.queued = 0;
+                Ok(())
+            }
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ENOBUFS | libc::EAGAIN | libc::EINTR)
+                ) =>
+            {
+                self.stats.kick_errors += 1;
+                Ok(())
+            }
+            Err(e) => {
+                self.stats.kick_errors += 1;
+                Err(NetError::io("transmitting", &self.interface, e))
+            }
+        }
+    }
+
+    /// Counters.
+    #[must_use]
+    pub fn stats(&self) -> TxStats {
+        self.stats
+    }
+
+    /// The interface name.
+    #[must_use]
+    pub fn interface(&self) -> &str {
+        &self.interface
+    }
+}
+
+impl AsFd for TxRing {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+impl core::fmt::Debug for TxRing {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("TxRing")
+            .field("interface", &self.interface)
+            .field("fd", &self.fd.as_raw_fd())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Which readiness to wait for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Interest {
+    /// Frames to receive (a receive ring handed a block over).
+    Readable,
+    /// Room to transmit (a transmit slot came back).
+    Writable,
+}
+
+/// A reusable set of descriptors to wait on together.
+#[derive(Debug, Default)]
+pub struct PollSet {
+    fds: Vec<sys::PollFd>,
+}
+
+impl PollSet {
+    /// An empty set with room for `n` entries.
+    #[must_use]
+    pub fn with_capacity(n: usize) -> PollSet {
+        PollSet {
+            fds: Vec::with_capacity(n),
+        }
+    }
+
+    /// Removes every entry (keeping the storage).
+    pub fn clear(&mut self) {
+        self.fds.clear();
+    }
+
+    /// Adds an entry and returns its index for [`PollSet::is_ready`].
+    pub fn add(&mut self, fd: &impl AsFd, interest: Interest) -> usize {
+        let events = match interest {
+            Interest::Readable => libc::POLLIN,
+            Interest::Writable => libc::POLLOUT,
+        };
+        self.fds.push(sys::PollFd {
+            fd: fd.as_fd().as_raw_fd(),
+            events,
+            revents: 0,
+        });
+        self.fds.len() - 1
+    }
+
+    /// Waits until an entry is ready or `timeout` passes (`None`: no limit). Returns
+    /// the number of ready entries, 0 on timeout or signal.
+    ///
+    /// # Errors
+    /// A failed `ppoll(2)`.
+    pub fn wait(&mut self, timeout: Option<Duration>) -> io::Result<usize> {
+        for p in &mut self.fds {
+            p.revents = 0;
+        }
+        sys::ppoll(&mut self.fds, timeout)
+    }
+
+    /// Whether entry `index` was ready (or in error) at the last wait.
+    #[must_use]
+    pub fn is_ready(&self, index: usize) -> bool {
+        self.fds.get(index).is_some_and(|p| p.revents != 0)
+    }
+}

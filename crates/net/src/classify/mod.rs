@@ -1,0 +1,179 @@
+//! Classification: from frame bytes to a scheduler-ready [`Packet`] descriptor.
+//!
+//! Sans-IO. A [`Classifier`] parses a frame ([`crate::wire::parse`]), looks its
+//! [`FlowKey`] up in the bounded [`FlowTable`] (creating the flow and running the
+//! [`RuleSet`] on its first packet only), and returns a [`Packet`] whose `flow` is the
+//! dense flow id and whose `class` is the leaf. The caller sets `buffer` (where the
+//! bytes are) and hands the descriptor to a scheduler.
+//!
+//! Malformed frames follow the configured [`MalformedAction`]: forwarded in the
+//! default leaf as the single flow [`FlowKey::MALFORMED`] (default), or handed back
+//! as a [`Drop`] with [`DropReason::Malformed`]. Either way they are counted by
+//! reason in [`ClassifyCounters::malformed`].
+
+mod flow_table;
+mod rules;
+
+pub use flow_table::{FlowCounters, FlowHit, FlowTable, FlowTableConfig};
+pub use rules::{
+    Atom, ClassifySpec, DscpRange, Duration, EtherType, MalformedAction, Matches, PortRange,
+    Prefix, Protocol, RuleError, RuleSet, RuleSpec, VlanRange,
+};
+
+use eiffel_sched::{ClassId, ConfigError, Drop, DropReason, FlowId, Nanos, Packet};
+
+use crate::wire::{self, FlowKey, MalformedCounts};
+
+/// Counters of a [`Classifier`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClassifyCounters {
+    /// Frames offered.
+    pub frames: u64,
+    /// Malformed frames by reason (forwarded or dropped).
+    pub malformed: MalformedCounts,
+    /// Malformed frames dropped (under [`MalformedAction::Drop`]).
+    pub dropped: u64,
+}
+
+/// A classification section that cannot be turned into a classifier.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClassifyError {
+    /// A rule problem.
+    #[error(transparent)]
+    Rule(#[from] RuleError),
+    /// A sizing problem.
+    #[error("classify: {0}")]
+    Config(#[from] ConfigError),
+}
+
+/// Parser, rules and flow table together: frame bytes in, descriptors out.
+#[derive(Clone, Debug)]
+pub struct Classifier {
+    rules: RuleSet,
+    flows: FlowTable,
+    malformed: MalformedAction,
+    counters: ClassifyCounters,
+}
+
+impl Classifier {
+    /// A classifier from compiled rules and a flow-table configuration.
+    ///
+    /// # Errors
+    /// A flow-table size or timeout out of range.
+    pub fn new(
+        rules: RuleSet,
+        flows: FlowTableConfig,
+        malformed: MalformedAction,
+    ) -> Result<Classifier, ConfigError> {
+        Ok(Classifier {
+            rules,
+            flows: FlowTable::new(flows)?,
+            malformed,
+            counters: ClassifyCounters::default(),
+        })
+    }
+
+    /// A classifier from a policy file's `[classify]` section, resolving leaf names
+    /// with `resolve`.
+    ///
+    /// # Errors
+    /// An unknown leaf, a rule that can never match, or an out-of-range size.
+    ///
+    /// # Examples
+    /// ```
+    /// use eiffel_net::classify::{Classifier, ClassifySpec};
+    /// let spec: ClassifySpec = toml::from_str(r#"
+    ///     default = "bulk"
+    ///     [[rule]]
+    ///     leaf = "interactive"
+    ///     protocol = "tcp"
+    ///     dst_port = 22
+    /// "#).unwrap();
+    /// let leaves = ["bulk", "interactive"];
+    /// let resolve = |name: &str| leaves.iter().position(|l| *l == name).map(|i| i as u32);
+    /// let classifier = Classifier::from_spec(&spec, resolve).unwrap();
+    /// assert_eq!(classifier.rules().len(), 1);
+    /// ```
+    pub fn from_spec(
+        spec: &ClassifySpec,
+        resolve: impl FnMut(&str) -> Option<ClassId>,
+    ) -> Result<Classifier, ClassifyError> {
+        let rules = RuleSet::compile(&spec.rules, &spec.default, resolve)?;
+        Ok(Classifier::new(
+            rules,
+            FlowTableConfig {
+                max_flows: spec.max_flows,
+                idle_timeout: spec.idle_timeout.0,
+            },
+            spec.malformed,
+        )?)
+    }
+
+    /// Classifies one frame arriving at `now`: a descriptor with `flow`, `class`,
+    /// `len` and `arrival` set (`buffer` 0, for the caller to fill in).
+    ///
+    /// # Errors
+    /// A malformed frame under [`MalformedAction::Drop`], handed back as a [`Drop`]
+    /// (its descriptor carries the length and arrival time, flow 0).
+    pub fn classify(&mut self, frame: &[u8], now: Nanos) -> Result<Packet, Drop> {
+        self.counters.frames += 1;
+        let len = u32::try_from(frame.len()).unwrap_or(u32::MAX);
+        let key = match wire::parse(frame) {
+            Ok(h) => h.key,
+            Err(reason) => {
+                self.counters.malformed.record(reason);
+                match self.malformed {
+                    MalformedAction::Forward => FlowKey::MALFORMED,
+                    MalformedAction::Drop => {
+                        self.counters.dropped += 1;
+                        return Err(Drop {
+                            packet: Packet::new(0, len).at(now),
+                            reason: DropReason::Malformed,
+                        });
+                    }
+                }
+            }
+        };
+        let rules = &self.rules;
+        let hit = self.flows.lookup(&key, now, |k| {
+            if *k == FlowKey::MALFORMED {
+                rules.default_leaf()
+            } else {
+                rules.classify(k)
+            }
+        });
+        Ok(Packet::new(hit.flow, len).at(now).class(hit.class))
+    }
+
+    /// Expires up to `budget` idle flows (see [`FlowTable::expire`]).
+    pub fn expire(
+        &mut self,
+        now: Nanos,
+        budget: usize,
+        on_expire: impl FnMut(FlowId, &FlowKey),
+    ) -> usize {
+        self.flows.expire(now, budget, on_expire)
+    }
+
+    /// The rules.
+    #[must_use]
+    pub fn rules(&self) -> &RuleSet {
+        &self.rules
+    }
+
+    /// The flow table.
+    #[must_use]
+    pub fn flows(&self) -> &FlowTable {
+        &self.flows
+    }
+
+    /// Counters since construction.
+    #[must_use]
+    pub fn counters(&self) -> &ClassifyCounters {
+        &self.counters
+    }
+}
+
+#[cfg(test)]
+mod tests;

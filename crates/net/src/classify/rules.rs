@@ -1,0 +1,826 @@
+//! Classification rules: their policy-file schema and their compiled form.
+//!
+//! # Schema
+//! A policy file embeds one [`ClassifySpec`] (by convention under `[classify]`):
+//!
+//! ```toml
+//! [classify]
+//! default = "best_effort"     # leaf for every frame no rule matches (required)
+//! max_flows = 65536           # flow-table capacity (default 65536)
+//! idle_timeout = "30s"        # a flow idle this long expires (default "30s")
+//! malformed = "forward"       # or "drop" (default "forward")
+//!
+//! [[classify.rule]]           # rules are tried in file order; the first match wins
+//! leaf = "voice"
+//! protocol = "udp"
+//! dscp = ["ef", 40]
+//!
+//! [[classify.rule]]
+//! leaf = "web"
+//! protocol = "tcp"
+//! dst = ["198.18.0.0/15", "2001:db8::/32"]
+//! dst_port = [80, 443, "8000-8080"]
+//!
+//! [[classify.rule]]
+//! leaf = "tenant_a"
+//! vlan = "100-199"
+//! ```
+//!
+//! Every condition is optional; a rule matches when all its conditions match, and a
+//! condition given as a list matches when any element does. A rule with no condition
+//! matches every frame. Conditions:
+//!
+//! | key | values | matches |
+//! | --- | --- | --- |
+//! | `ether_type` | `"ipv4"`, `"ipv6"`, `"arp"` or a number | innermost EtherType |
+//! | `vlan`, `inner_vlan` | id `0..=4095` or `"lo-hi"` | outer / inner 802.1Q id; untagged frames never match |
+//! | `src`, `dst` | `"addr/len"` or `"addr"` (IPv4 or IPv6) | address prefix |
+//! | `protocol` | `"tcp"`, `"udp"`, `"icmp"`, `"icmpv6"`, `"sctp"`, `"gre"`, `"esp"`, `"ah"` or `0..=255` | transport protocol |
+//! | `src_port`, `dst_port` | `0..=65535` or `"lo-hi"` | TCP/UDP port; frames without ports (other protocols, fragments) never match |
+//! | `dscp` | `0..=63`, `"lo-hi"`, or a name: `ef`, `cs0`..`cs7`, `af11`..`af43` | DSCP |
+//!
+//! Any IP condition (addresses, protocol, ports, DSCP) never matches a non-IP frame.
+//! Values are checked while the file is read (a prefix with host bits set, a port above
+//! 65535, an unknown protocol name, an empty list are errors with the file position);
+//! leaf names are checked by [`RuleSet::compile`] against the policy's leaves.
+//!
+//! # Cost
+//! Rules are evaluated once per new flow (the flow table remembers the leaf), in
+//! order: O(rules × conditions). A prefix test is one mask-and-compare on a `u128`, a
+//! protocol or DSCP test one bit test.
+
+use std::fmt;
+use std::net::IpAddr;
+use std::str::FromStr;
+
+use eiffel_sched::{ClassId, Nanos};
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::Deserialize;
+
+use crate::wire::{FlowKey, ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
+
+/// What happens to a frame whose headers cannot be parsed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MalformedAction {
+    /// Forward it, unclassified, in the default leaf (one shared flow,
+    /// [`FlowKey::MALFORMED`]). The default: a bump in the wire stays transparent
+    /// to protocols it does not understand, the end host stays the judge of its own
+    /// packets, and the frames are still scheduled and shaped, so they cannot bypass
+    /// a rate limit.
+    #[default]
+    Forward,
+    /// Drop it, counted as [`eiffel_sched::DropReason::Malformed`].
+    Drop,
+}
+
+/// The classification section of a policy file.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassifySpec {
+    /// Leaf of every frame no rule matches.
+    pub default: String,
+    /// Flow-table capacity.
+    #[serde(default = "default_max_flows")]
+    pub max_flows: u32,
+    /// A flow that sees no packet for this long expires.
+    #[serde(default = "default_idle_timeout")]
+    pub idle_timeout: Duration,
+    /// What happens to malformed frames.
+    #[serde(default)]
+    pub malformed: MalformedAction,
+    /// Rules, first match wins.
+    #[serde(default, rename = "rule")]
+    pub rules: Vec<RuleSpec>,
+}
+
+fn default_max_flows() -> u32 {
+    65_536
+}
+
+fn default_idle_timeout() -> Duration {
+    Duration(30_000_000_000)
+}
+
+/// One classification rule as written in the policy file.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleSpec {
+    /// Leaf the matching frames go to.
+    pub leaf: String,
+    /// Innermost EtherType.
+    pub ether_type: Option<Matches<EtherType>>,
+    /// Outer VLAN id.
+    pub vlan: Option<Matches<VlanRange>>,
+    /// Inner VLAN id (double-tagged frames).
+    pub inner_vlan: Option<Matches<VlanRange>>,
+    /// Source address prefix.
+    pub src: Option<Matches<Prefix>>,
+    /// Destination address prefix.
+    pub dst: Option<Matches<Prefix>>,
+    /// Transport protocol.
+    pub protocol: Option<Matches<Protocol>>,
+    /// TCP/UDP source port.
+    pub src_port: Option<Matches<PortRange>>,
+    /// TCP/UDP destination port.
+    pub dst_port: Option<Matches<PortRange>>,
+    /// DSCP.
+    pub dscp: Option<Matches<DscpRange>>,
+}
+
+/// A duration written with a unit: `"30s"`, `"500ms"`, `"2m"`, `"250us"`, `"100ns"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Duration(pub Nanos);
+
+impl FromStr for Duration {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        let split = s
+            .find(|c: char| !c.is_ascii_digit())
+            .ok_or_else(|| format!("duration `{s}` needs a unit (ns, us, ms, s, m)"))?;
+        let (num, unit) = s.split_at(split);
+        let value: u64 = num
+            .parse()
+            .map_err(|_| format!("duration `{s}`: expected a whole number before the unit"))?;
+        let scale: u64 = match unit.trim() {
+            "ns" => 1,
+            "us" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60_000_000_000,
+            other => {
+                return Err(format!(
+                    "duration `{s}`: unknown unit `{other}` (use ns, us, ms, s or m)"
+                ))
+            }
+        };
+        value
+            .checked_mul(scale)
+            .map(Duration)
+            .ok_or_else(|| format!("duration `{s}` is too long"))
+    }
+}
+
+impl<'de> Deserialize<'de> for Duration {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Duration;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a duration with a unit, such as \"30s\" or \"500ms\"")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Duration, E> {
+                s.parse().map_err(E::custom)
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// A value that one element of a condition list can take, read from an integer or a
+/// string.
+pub trait Atom: Sized {
+    /// What the value looks like, for error messages.
+    const EXPECTING: &'static str;
+    /// From an integer.
+    ///
+    /// # Errors
+    /// A message saying why the integer is not acceptable.
+    fn from_int(v: i64) -> Result<Self, String>;
+    /// From a string.
+    ///
+    /// # Errors
+    /// A message saying why the string is not acceptable.
+    fn from_text(s: &str) -> Result<Self, String>;
+}
+
+/// A condition: one value or a non-empty list of values, any of which may match.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Matches<T>(pub Vec<T>);
+
+impl<T> Matches<T> {
+    /// The accepted values.
+    #[must_use]
+    pub fn values(&self) -> &[T] {
+        &self.0
+    }
+}
+
+struct AtomVisitor<T>(core::marker::PhantomData<T>);
+
+impl<T: Atom> Visitor<'_> for AtomVisitor<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(T::EXPECTING)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
+        T::from_int(v).map_err(E::custom)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
+        let v = i64::try_from(v).map_err(|_| E::custom(format!("{v} is too large")))?;
+        T::from_int(v).map_err(E::custom)
+    }
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<T, E> {
+        T::from_text(s).map_err(E::custom)
+    }
+}
+
+struct One<T>(T);
+
+impl<'de, T: Atom> Deserialize<'de> for One<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(AtomVisitor(core::marker::PhantomData))
+            .map(One)
+    }
+}
+
+impl<'de, T: Atom> Deserialize<'de> for Matches<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(core::marker::PhantomData<T>);
+        impl<'de, T: Atom> Visitor<'de> for V<T> {
+            type Value = Matches<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}, or a list of them", T::EXPECTING)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Matches<T>, E> {
+                AtomVisitor::<T>(core::marker::PhantomData)
+                    .visit_i64(v)
+                    .map(|a| Matches(vec![a]))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Matches<T>, E> {
+                AtomVisitor::<T>(core::marker::PhantomData)
+                    .visit_u64(v)
+                    .map(|a| Matches(vec![a]))
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Matches<T>, E> {
+                AtomVisitor::<T>(core::marker::PhantomData)
+                    .visit_str(s)
+                    .map(|a| Matches(vec![a]))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Matches<T>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(One(v)) = seq.next_element::<One<T>>()? {
+                    out.push(v);
+                }
+                if out.is_empty() {
+                    return Err(de::Error::custom(
+                        "an empty list matches nothing; leave the key out to match anything",
+                    ));
+                }
+                Ok(Matches(out))
+            }
+        }
+        d.deserialize_any(V(core::marker::PhantomData))
+    }
+}
+
+/// Parses `"lo-hi"` or `"n"` into an inclusive range within `0..=max`.
+fn parse_range(s: &str, max: i64, what: &str) -> Result<(i64, i64), String> {
+    let parse = |t: &str| -> Result<i64, String> {
+        t.trim()
+            .parse::<i64>()
+            .map_err(|_| format!("{what} `{s}`: expected a number or a range \"lo-hi\""))
+    };
+    let (lo, hi) = match s.split_once('-') {
+        Some((a, b)) => (parse(a)?, parse(b)?),
+        None => {
+            let v = parse(s)?;
+            (v, v)
+        }
+    };
+    if lo < 0 || hi > max {
+        return Err(format!("{what} `{s}` is outside 0..={max}"));
+    }
+    if lo > hi {
+        return Err(format!(
+            "{what} range `{s}` is empty (low end above high end)"
+        ));
+    }
+    Ok((lo, hi))
+}
+
+fn int_in(v: i64, max: i64, what: &str) -> Result<i64, String> {
+    if (0..=max).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{what} {v} is outside 0..={max}"))
+    }
+}
+
+macro_rules! inclusive_range {
+    ($(#[$doc:meta])* $name:ident, $ty:ty, $max:expr, $what:literal, $expecting:literal) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub struct $name {
+            /// Lowest value matched.
+            pub lo: $ty,
+            /// Highest value matched.
+            pub hi: $ty,
+        }
+
+        impl $name {
+            /// Whether `v` lies in the range.
+            #[must_use]
+            pub fn contains(&self, v: $ty) -> bool {
+                self.lo <= v && v <= self.hi
+            }
+        }
+
+        impl Atom for $name {
+            const EXPECTING: &'static str = $expecting;
+            fn from_int(v: i64) -> Result<Self, String> {
+                let v = int_in(v, $max, $what)? as $ty;
+                Ok($name { lo: v, hi: v })
+            }
+            fn from_text(s: &str) -> Result<Self, String> {
+                let (lo, hi) = parse_range(s, $max, $what)?;
+                Ok($name {
+                    lo: lo as $ty,
+                    hi: hi as $ty,
+                })
+            }
+        }
+    };
+}
+
+inclusive_range!(
+    /// An inclusive range of TCP/UDP ports.
+    PortRange, u16, 65_535, "port", "a port 0..=65535 or a range \"lo-hi\""
+);
+inclusive_range!(
+    /// An inclusive range of VLAN ids.
+    VlanRange, u16, 4_095, "VLAN id", "a VLAN id 0..=4095 or a range \"lo-hi\""
+);
+
+/// An inclusive range of DSCP values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DscpRange {
+    /// Lowest value matched.
+    pub lo: u8,
+    /// Highest value matched.
+    pub hi: u8,
+}
+
+impl DscpRange {
+    /// Whether `v` lies in the range.
+    #[must_use]
+    pub fn contains(&self, v: u8) -> bool {
+        self.lo <= v && v <= self.hi
+    }
+}
+
+/// The DSCP value of a per-hop-behaviour name (RFC 2474, 2597, 3246).
+fn dscp_name(s: &str) -> Option<u8> {
+    let s = s.to_ascii_lowercase();
+    if s == "ef" {
+        return Some(46);
+    }
+    if let Some(n) = s.strip_prefix("cs") {
+        let n: u8 = n.parse().ok()?;
+        return (n <= 7).then_some(n * 8);
+    }
+    let n = s.strip_prefix("af")?;
+    let mut digits = n.chars().map(|c| c.to_digit(10));
+    match (digits.next(), digits.next(), digits.next()) {
+        (Some(Some(class @ 1..=4)), Some(Some(drop @ 1..=3)), None) => {
+            Some((class * 8 + drop * 2) as u8)
+        }
+        _ => None,
+    }
+}
+
+impl Atom for DscpRange {
+    const EXPECTING: &'static str =
+        "a DSCP 0..=63, a range \"lo-hi\", or a name (ef, cs0..cs7, af11..af43)";
+    fn from_int(v: i64) -> Result<Self, String> {
+        let v = int_in(v, 63, "DSCP")? as u8;
+        Ok(DscpRange { lo: v, hi: v })
+    }
+    fn from_text(s: &str) -> Result<Self, String> {
+        if let Some(v) = dscp_name(s) {
+            return Ok(DscpRange { lo: v, hi: v });
+        }
+        if s.starts_with(|c: char| c.is_ascii_alphabetic()) {
+            return Err(format!(
+                "unknown DSCP name `{s}` (use ef, cs0..cs7, af11..af43 or a number)"
+            ));
+        }
+        let (lo, hi) = parse_range(s, 63, "DSCP")?;
+        Ok(DscpRange {
+            lo: lo as u8,
+            hi: hi as u8,
+        })
+    }
+}
+
+/// A transport protocol number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Protocol(pub u8);
+
+impl Atom for Protocol {
+    const EXPECTING: &'static str =
+        "a protocol name (tcp, udp, icmp, icmpv6, sctp, gre, esp, ah) or number 0..=255";
+    fn from_int(v: i64) -> Result<Self, String> {
+        Ok(Protocol(int_in(v, 255, "protocol")? as u8))
+    }
+    fn from_text(s: &str) -> Result<Self, String> {
+        let n = match s.to_ascii_lowercase().as_str() {
+            "icmp" => 1,
+            "tcp" => 6,
+            "udp" => 17,
+            "gre" => 47,
+            "esp" => 50,
+            "ah" => 51,
+            "icmpv6" => 58,
+            "sctp" => 132,
+            _ => {
+                return Err(format!(
+                    "unknown protocol `{s}` (use tcp, udp, icmp, icmpv6, sctp, gre, esp, ah \
+                     or a number)"
+                ))
+            }
+        };
+        Ok(Protocol(n))
+    }
+}
+
+/// An EtherType.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EtherType(pub u16);
+
+impl Atom for EtherType {
+    const EXPECTING: &'static str = "an EtherType name (ipv4, ipv6, arp) or number";
+    fn from_int(v: i64) -> Result<Self, String> {
+        Ok(EtherType(int_in(v, 0xffff, "EtherType")? as u16))
+    }
+    fn from_text(s: &str) -> Result<Self, String> {
+        match s.to_ascii_lowercase().as_str() {
+            "ipv4" => Ok(EtherType(ETHERTYPE_IPV4)),
+            "ipv6" => Ok(EtherType(ETHERTYPE_IPV6)),
+            "arp" => Ok(EtherType(ETHERTYPE_ARP)),
+            _ => match s.strip_prefix("0x") {
+                Some(hex) => u16::from_str_radix(hex, 16)
+                    .map(EtherType)
+                    .map_err(|_| format!("EtherType `{s}` is not a 16-bit hex number")),
+                None => Err(format!(
+                    "unknown EtherType `{s}` (use ipv4, ipv6, arp or a number such as 0x88cc)"
+                )),
+            },
+        }
+    }
+}
+
+/// An IPv4 or IPv6 address prefix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Prefix {
+    /// The network address (host bits zero).
+    pub addr: IpAddr,
+    /// Prefix length in bits.
+    pub len: u8,
+}
+
+impl Prefix {
+    /// The address bits left-aligned in a `u128`, and the family's width.
+    fn bits(addr: IpAddr) -> (u128, u8) {
+        match addr {
+            IpAddr::V4(a) => (u128::from(u32::from(a)) << 96, 32),
+            IpAddr::V6(a) => (u128::from(a), 128),
+        }
+    }
+
+    /// The mask of the first `len` bits of a `u128`.
+    fn mask(len: u8) -> u128 {
+        if len == 0 {
+            0
+        } else {
+            u128::MAX << (128 - u32::from(len))
+        }
+    }
+}
+
+impl FromStr for Prefix {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (addr, len) = match s.split_once('/') {
+            Some((a, l)) => (a, Some(l)),
+            None => (s, None),
+        };
+        let addr: IpAddr = addr
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{s}` is not an IPv4 or IPv6 address or prefix"))?;
+        let (bits, width) = Prefix::bits(addr);
+        let len = match len {
+            None => width,
+            Some(l) => l
+                .trim()
+                .parse::<u8>()
+                .ok()
+                .filter(|&l| l <= width)
+                .ok_or_else(|| format!("prefix `{s}`: length must be 0..={width}"))?,
+        };
+        if bits & !Prefix::mask(len) != 0 {
+            let net = bits & Prefix::mask(len);
+            let net = match addr {
+                IpAddr::V4(_) => IpAddr::from(((net >> 96) as u32).to_be_bytes()),
+                IpAddr::V6(_) => IpAddr::from(net.to_be_bytes()),
+            };
+            return Err(format!(
+                "prefix `{s}` has host bits set (did you mean {net}/{len}?)"
+            ));
+        }
+        Ok(Prefix { addr, len })
+    }
+}
+
+impl Atom for Prefix {
+    const EXPECTING: &'static str = "an address prefix such as \"10.0.0.0/8\" or \"fd00::/8\"";
+    fn from_int(v: i64) -> Result<Self, String> {
+        Err(format!(
+            "{v} is not an address prefix (write it as a string, such as \"10.0.0.0/8\")"
+        ))
+    }
+    fn from_text(s: &str) -> Result<Self, String> {
+        s.parse()
+    }
+}
+
+/// A rule set that cannot be compiled.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RuleError {
+    /// The default leaf is not a leaf of the policy.
+    #[error("classify.default: `{leaf}` is not a leaf of the policy")]
+    UnknownDefault {
+        /// The name given.
+        leaf: String,
+    },
+    /// A rule names a leaf the policy does not have.
+    #[error("classify rule #{rule}: leaf `{leaf}` is not a leaf of the policy")]
+    UnknownLeaf {
+        /// 1-based position of the rule in the file.
+        rule: usize,
+        /// The name given.
+        leaf: String,
+    },
+    /// A rule has port conditions but a protocol condition that excludes TCP and UDP,
+    /// so it can never match.
+    #[error(
+        "classify rule #{rule} (leaf `{leaf}`): port conditions need protocol tcp or udp, \
+         but the rule's protocols carry no ports"
+    )]
+    PortsWithoutTransport {
+        /// 1-based position of the rule in the file.
+        rule: usize,
+        /// The rule's leaf.
+        leaf: String,
+    },
+    /// More rules than the classifier supports.
+    #[error("classify: {count} rules given, at most {max} are supported")]
+    TooManyRules {
+        /// Rules given.
+        count: usize,
+        /// The limit.
+        max: usize,
+    },
+}
+
+/// A compiled prefix: family width, network bits left-aligned, mask.
+#[derive(Clone, Copy, Debug)]
+struct Net {
+    v6: bool,
+    bits: u128,
+    mask: u128,
+}
+
+impl Net {
+    fn new(p: Prefix) -> Net {
+        let (bits, width) = Prefix::bits(p.addr);
+        Net {
+            v6: width == 128,
+            bits,
+            mask: Prefix::mask(p.len),
+        }
+    }
+
+    #[inline]
+    fn contains(&self, addr: IpAddr) -> bool {
+        let (bits, width) = Prefix::bits(addr);
+        (width == 128) == self.v6 && bits & self.mask == self.bits
+    }
+}
+
+/// One rule, compiled. Empty vectors and `None` bitmaps mean "any".
+#[derive(Clone, Debug)]
+struct Rule {
+    leaf: ClassId,
+    ether_types: Vec<u16>,
+    vlan: Vec<VlanRange>,
+    inner_vlan: Vec<VlanRange>,
+    /// Whether any IP condition is present (then non-IP frames never match).
+    needs_ip: bool,
+    src: Vec<Net>,
+    dst: Vec<Net>,
+    /// Bit `p` set when protocol `p` matches.
+    protocols: Option<[u64; 4]>,
+    /// Bit `d` set when DSCP `d` matches.
+    dscp: Option<u64>,
+    needs_ports: bool,
+    src_port: Vec<PortRange>,
+    dst_port: Vec<PortRange>,
+}
+
+/// The values of an optional condition; empty means "any".
+fn list<T: Clone>(m: &Option<Matches<T>>) -> Vec<T> {
+    m.as_ref().map_or_else(Vec::new, |m| m.0.clone())
+}
+
+fn any_or<T>(set: &[T], f: impl Fn(&T) -> bool) -> bool {
+    set.is_empty() || set.iter().any(f)
+}
+
+fn vlan_matches(ranges: &[VlanRange], id: Option<u16>) -> bool {
+    ranges.is_empty() || id.is_some_and(|id| ranges.iter().any(|r| r.contains(id)))
+}
+
+impl Rule {
+    fn compile(index: usize, spec: &RuleSpec, leaf: ClassId) -> Result<Rule, RuleError> {
+        let protocols = spec.protocol.as_ref().map(|m| {
+            let mut bits = [0u64; 4];
+            for p in &m.0 {
+                bits[usize::from(p.0 / 64)] |= 1 << (p.0 % 64);
+            }
+            bits
+        });
+        let needs_ports = spec.src_port.is_some() || spec.dst_port.is_some();
+        if needs_ports {
+            if let Some(m) = &spec.protocol {
+                if !m
+                    .0
+                    .iter()
+                    .any(|p| p.0 == crate::wire::PROTO_TCP || p.0 == crate::wire::PROTO_UDP)
+                {
+                    return Err(RuleError::PortsWithoutTransport {
+                        rule: index + 1,
+                        leaf: spec.leaf.clone(),
+                    });
+                }
+            }
+        }
+        let dscp = spec.dscp.as_ref().map(|m| {
+            m.0.iter()
+                .flat_map(|r| r.lo..=r.hi)
+                .fold(0u64, |acc, d| acc | 1 << d)
+        });
+        Ok(Rule {
+            leaf,
+            ether_types: list(&spec.ether_type)
+                .iter()
+                .map(|e: &EtherType| e.0)
+                .collect(),
+            vlan: list(&spec.vlan),
+            inner_vlan: list(&spec.inner_vlan),
+            needs_ip: spec.src.is_some()
+                || spec.dst.is_some()
+                || protocols.is_some()
+                || dscp.is_some()
+                || needs_ports,
+            src: list(&spec.src).into_iter().map(Net::new).collect(),
+            dst: list(&spec.dst).into_iter().map(Net::new).collect(),
+            protocols,
+            dscp,
+            needs_ports,
+            src_port: list(&spec.src_port),
+            dst_port: list(&spec.dst_port),
+        })
+    }
+
+    #[inline]
+    fn matches(&self, key: &FlowKey) -> bool {
+        if !any_or(&self.ether_types, |&e| e == key.ether_type)
+            || !vlan_matches(&self.vlan, key.vlan)
+            || !vlan_matches(&self.inner_vlan, key.inner_vlan)
+        {
+            return false;
+        }
+        if !self.needs_ip {
+            return true;
+        }
+        let Some(ip) = &key.ip else {
+            return false;
+        };
+        if let Some(bits) = &self.protocols {
+            if bits[usize::from(ip.protocol / 64)] & (1 << (ip.protocol % 64)) == 0 {
+                return false;
+            }
+        }
+        if let Some(bits) = self.dscp {
+            if ip.dscp >= 64 || bits & (1 << ip.dscp) == 0 {
+                return false;
+            }
+        }
+        if !any_or(&self.src, |n| n.contains(ip.src)) || !any_or(&self.dst, |n| n.contains(ip.dst))
+        {
+            return false;
+        }
+        if self.needs_ports {
+            let Some(ports) = ip.ports else {
+                return false;
+            };
+            return any_or(&self.src_port, |r| r.contains(ports.src))
+                && any_or(&self.dst_port, |r| r.contains(ports.dst));
+        }
+        true
+    }
+}
+
+/// Compiled rules: maps a flow key to a leaf, first match wins.
+#[derive(Clone, Debug)]
+pub struct RuleSet {
+    rules: Vec<Rule>,
+    default: ClassId,
+}
+
+impl RuleSet {
+    /// The most rules a set may hold (each new flow scans them in order).
+    pub const MAX_RULES: usize = 4_096;
+
+    /// Compiles `rules`, resolving leaf names with `resolve` (the policy tree's
+    /// name-to-leaf lookup).
+    ///
+    /// # Errors
+    /// An unknown leaf name, a rule that can never match, or too many rules.
+    pub fn compile(
+        rules: &[RuleSpec],
+        default: &str,
+        mut resolve: impl FnMut(&str) -> Option<ClassId>,
+    ) -> Result<RuleSet, RuleError> {
+        if rules.len() > Self::MAX_RULES {
+            return Err(RuleError::TooManyRules {
+                count: rules.len(),
+                max: Self::MAX_RULES,
+            });
+        }
+        let default_id = resolve(default).ok_or_else(|| RuleError::UnknownDefault {
+            leaf: default.to_owned(),
+        })?;
+        let compiled = rules
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| {
+                let leaf = resolve(&spec.leaf).ok_or_else(|| RuleError::UnknownLeaf {
+                    rule: i + 1,
+                    leaf: spec.leaf.clone(),
+                })?;
+                Rule::compile(i, spec, leaf)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(RuleSet {
+            rules: compiled,
+            default: default_id,
+        })
+    }
+
+    /// A rule set with no rules: everything goes to `default`.
+    #[must_use]
+    pub fn default_only(default: ClassId) -> RuleSet {
+        RuleSet {
+            rules: Vec::new(),
+            default,
+        }
+    }
+
+    /// The leaf of a frame with this key.
+    #[must_use]
+    pub fn classify(&self, key: &FlowKey) -> ClassId {
+        self.matching_rule(key)
+            .map_or(self.default, |i| self.rules[i].leaf)
+    }
+
+    /// Index (0-based) of the first rule matching `key`, if any.
+    #[must_use]
+    pub fn matching_rule(&self, key: &FlowKey) -> Option<usize> {
+        self.rules.iter().position(|r| r.matches(key))
+    }
+
+    /// The default leaf.
+    #[must_use]
+    pub fn default_leaf(&self) -> ClassId {
+        self.default
+    }
+
+    /// Number of rules.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// Whether there is no rule.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+}

@@ -1,0 +1,330 @@
+//! Element storage for the bucketed queues: a preallocated slab of nodes linked into
+//! per-bucket FIFO lists (intrusive, doubly linked, by `u32` index).
+//!
+//! Every node is allocated at construction. Insertion takes a node from the free list
+//! and appends it to a bucket's tail; popping unlinks the head; removal and moving
+//! between buckets unlink from the middle in O(1) thanks to the `prev` link. A node
+//! records the list it is on, so a handle alone is enough to find its bucket.
+//!
+//! Invariants (checked by [`BucketStore::check_invariants`]):
+//! - a node is either free (`item` is `None`, on the free list through `next`) or
+//!   live (`item` is `Some`, on exactly the list named by its `list` field);
+//! - each list's `prev`/`next` links are mutually consistent and end at its
+//!   `head`/`tail`;
+//! - `len` equals the number of live nodes.
+
+use alloc::vec::Vec;
+
+use crate::api::Handle;
+
+/// List terminator and "no node" marker.
+pub(crate) const NIL: u32 = u32::MAX;
+
+/// One slot of the slab. Field order keeps a node within half a cache line for
+/// small `T`: a pop touches `rank`, the links, `gen` and `item` together.
+#[derive(Clone, Debug)]
+struct Node<T> {
+    rank: u64,
+    next: u32,
+    prev: u32,
+    list: u32,
+    gen: u32,
+    item: Option<T>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct List {
+    head: u32,
+    tail: u32,
+}
+
+const EMPTY: List = List {
+    head: NIL,
+    tail: NIL,
+};
+
+/// Preallocated nodes and the FIFO lists they are linked into.
+#[derive(Clone, Debug)]
+pub(crate) struct BucketStore<T> {
+    nodes: Vec<Node<T>>,
+    lists: Vec<List>,
+    free: u32,
+    len: u32,
+}
+
+impl<T> BucketStore<T> {
+    /// `capacity` nodes (checked by the caller to fit `u32`) and `lists` empty lists.
+    pub(crate) fn new(capacity: usize, lists: usize) -> Self {
+        let nodes = (0..capacity)
+            .map(|i| Node {
+                rank: 0,
+                next: if i + 1 < capacity { i as u32 + 1 } else { NIL },
+                prev: NIL,
+                list: NIL,
+                gen: 0,
+                item: None,
+            })
+            .collect();
+        let mut lists_vec = Vec::with_capacity(lists);
+        lists_vec.resize(lists, EMPTY);
+        BucketStore {
+            nodes,
+            lists: lists_vec,
+            free: if capacity == 0 { NIL } else { 0 },
+            len: 0,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    #[inline]
+    pub(crate) fn capacity(&self) -> usize {
+        self.nodes.len()
+    }
+
+    #[inline]
+    pub(crate) fn list_is_empty(&self, list: usize) -> bool {
+        self.lists[list].head == NIL
+    }
+
+    /// The node at the head of `list`.
+    #[inline]
+    pub(crate) fn front(&self, list: usize) -> Option<u32> {
+        let head = self.lists[list].head;
+        (head != NIL).then_some(head)
+    }
+
+    /// The live node a handle names, if it is still live.
+    #[inline]
+    pub(crate) fn resolve(&self, handle: Handle) -> Option<u32> {
+        let node = self.nodes.get(handle.index as usize)?;
+        (node.gen == handle.gen && node.item.is_some()).then_some(handle.index)
+    }
+
+    #[inline]
+    pub(crate) fn handle(&self, idx: u32) -> Handle {
+        Handle {
+            index: idx,
+            gen: self.nodes[idx as usize].gen,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn rank(&self, idx: u32) -> u64 {
+        self.nodes[idx as usize].rank
+    }
+
+    #[inline]
+    pub(crate) fn set_rank(&mut self, idx: u32, rank: u64) {
+        self.nodes[idx as usize].rank = rank;
+    }
+
+    #[inline]
+    pub(crate) fn list_of(&self, idx: u32) -> usize {
+        self.nodes[idx as usize].list as usize
+    }
+
+    #[inline]
+    pub(crate) fn item(&self, idx: u32) -> &T {
+        self.nodes[idx as usize]
+            .item
+            .as_ref()
+            .expect("live node holds an item")
+    }
+
+    #[inline]
+    pub(crate) fn item_mut(&mut self, idx: u32) -> &mut T {
+        self.nodes[idx as usize]
+            .item
+            .as_mut()
+            .expect("live node holds an item")
+    }
+
+    /// Takes a free node for `(rank, item)` and appends it to `list`. Returns the
+    /// node and whether the list was empty before; hands the item back when full.
+    #[inline]
+    pub(crate) fn push_back(&mut self, list: usize, rank: u64, item: T) -> Result<(u32, bool), T> {
+        let idx = self.free;
+        if idx == NIL {
+            return Err(item);
+        }
+        let node = &mut self.nodes[idx as usize];
+        self.free = node.next;
+        node.rank = rank;
+        node.item = Some(item);
+        self.len += 1;
+        let was_empty = self.link_back(list, idx);
+        Ok((idx, was_empty))
+    }
+
+    /// Unlinks the head of `list` and frees it. Returns `(rank, item, list now empty)`.
+    #[inline]
+    pub(crate) fn pop_front(&mut self, list: usize) -> Option<(u64, T, bool)> {
+        let idx = self.front(list)?;
+        let (rank, item, _, now_empty) = self.remove(idx);
+        Some((rank, item, now_empty))
+    }
+
+    /// Unlinks live node `idx` and frees it. Returns `(rank, item, its list, that
+    /// list now empty)`.
+    #[inline]
+    pub(crate) fn remove(&mut self, idx: u32) -> (u64, T, usize, bool) {
+        let (list, now_empty) = self.unlink(idx);
+        let free = self.free;
+        let node = &mut self.nodes[idx as usize];
+        let item = node.item.take().expect("removing a live node");
+        node.gen = node.gen.wrapping_add(1);
+        node.next = free;
+        node.list = NIL;
+        self.free = idx;
+        self.len -= 1;
+        (node.rank, item, list, now_empty)
+    }
+
+    /// Moves live node `idx` to the tail of `list`. Returns `(old list, old list now
+    /// empty, new list was empty)`.
+    #[inline]
+    pub(crate) fn move_back(&mut self, idx: u32, list: usize) -> (usize, bool, bool) {
+        let (old, old_empty) = self.unlink(idx);
+        let new_was_empty = self.link_back(list, idx);
+        (old, old_empty, new_was_empty)
+    }
+
+    /// Appends live, currently unlinked node `idx` to `list`; returns whether the
+    /// list was empty before.
+    #[inline]
+    pub(crate) fn link_back(&mut self, list: usize, idx: u32) -> bool {
+        let tail = self.lists[list].tail;
+        {
+            let node = &mut self.nodes[idx as usize];
+            node.prev = tail;
+            node.next = NIL;
+            node.list = list as u32;
+        }
+        if tail == NIL {
+            self.lists[list].head = idx;
+        } else {
+            self.nodes[tail as usize].next = idx;
+        }
+        self.lists[list].tail = idx;
+        tail == NIL
+    }
+
+    /// Unlinks live node `idx` from its list, leaving it live but on no list until
+    /// [`link_back`](Self::link_back); returns the list and whether it is now empty.
+    #[inline]
+    pub(crate) fn unlink(&mut self, idx: u32) -> (usize, bool) {
+        let (prev, next, list) = {
+            let n = &self.nodes[idx as usize];
+            (n.prev, n.next, n.list as usize)
+        };
+        if prev == NIL {
+            self.lists[list].head = next;
+        } else {
+            self.nodes[prev as usize].next = next;
+        }
+        if next == NIL {
+            self.lists[list].tail = prev;
+        } else {
+            self.nodes[next as usize].prev = prev;
+        }
+        (list, self.lists[list].head == NIL)
+    }
+
+    /// Node indices of `list`, head to tail.
+    pub(crate) fn iter_list(&self, list: usize) -> impl Iterator<Item = u32> + '_ {
+        let mut idx = self.lists[list].head;
+        core::iter::from_fn(move || {
+            (idx != NIL).then(|| {
+                let cur = idx;
+                idx = self.nodes[cur as usize].next;
+                cur
+            })
+        })
+    }
+
+    /// Number of lists.
+    pub(crate) fn lists(&self) -> usize {
+        self.lists.len()
+    }
+
+    /// Checks the invariants in the module documentation.
+    ///
+    /// # Panics
+    /// On a violation, naming the node or list.
+    pub(crate) fn check_invariants(&self) {
+        let mut live = 0usize;
+        for (l, list) in self.lists.iter().enumerate() {
+            let mut prev = NIL;
+            let mut idx = list.head;
+            while idx != NIL {
+                let n = &self.nodes[idx as usize];
+                assert!(n.item.is_some(), "free node {idx} on list {l}");
+                assert_eq!(
+                    n.list as usize, l,
+                    "node {idx} on list {l} records list {}",
+                    n.list
+                );
+                assert_eq!(n.prev, prev, "node {idx} prev link");
+                live += 1;
+                assert!(live <= self.nodes.len(), "cycle in list {l}");
+                prev = idx;
+                idx = n.next;
+            }
+            assert_eq!(list.tail, prev, "list {l} tail");
+        }
+        assert_eq!(live, self.len as usize, "live nodes vs len");
+        let mut free = 0usize;
+        let mut idx = self.free;
+        while idx != NIL {
+            assert!(
+                self.nodes[idx as usize].item.is_none(),
+                "live node {idx} on free list"
+            );
+            free += 1;
+            assert!(free <= self.nodes.len(), "cycle in free list");
+            idx = self.nodes[idx as usize].next;
+        }
+        assert_eq!(live + free, self.nodes.len(), "nodes lost from every list");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    #[test]
+    fn push_pop_remove_move_keep_links_consistent() {
+        let mut s: BucketStore<char> = BucketStore::new(4, 3);
+        let (a, e) = s.push_back(0, 10, 'a').unwrap();
+        assert!(e);
+        let (b, e) = s.push_back(0, 11, 'b').unwrap();
+        assert!(!e);
+        let (c, _) = s.push_back(1, 12, 'c').unwrap();
+        s.check_invariants();
+        assert_eq!(s.iter_list(0).collect::<Vec<_>>(), vec![a, b]);
+        let (old, old_empty, new_was_empty) = s.move_back(a, 1);
+        assert_eq!((old, old_empty, new_was_empty), (0, false, false));
+        assert_eq!(s.iter_list(1).collect::<Vec<_>>(), vec![c, a]);
+        let h = s.handle(b);
+        assert_eq!(s.remove(b), (11, 'b', 0, true));
+        assert_eq!(s.resolve(h), None, "stale handle refused");
+        s.check_invariants();
+        assert_eq!(s.pop_front(1), Some((12, 'c', false)));
+        assert_eq!(s.pop_front(1), Some((10, 'a', true)));
+        assert_eq!(s.pop_front(1), None);
+        assert_eq!(s.len(), 0);
+        s.check_invariants();
+    }
+
+    #[test]
+    fn full_store_hands_the_item_back() {
+        let mut s: BucketStore<u8> = BucketStore::new(1, 1);
+        s.push_back(0, 0, 1).unwrap();
+        assert_eq!(s.push_back(0, 0, 2), Err(2));
+    }
+}
