@@ -431,9 +431,7 @@ fn throughput<S: BenchSched>(
             place.client_cpu,
             place.cpus
         );
-        if !table.is_empty() {
-            print!("{}", table.render());
-        }
+        print!("{}", table.render());
         if let (Some(&(n0, p0)), Some(&(n1, p1))) = (pspat_by_n.first(), pspat_by_n.last()) {
             let l0 = locked_by_n[0].1;
             let l1 = locked_by_n[locked_by_n.len() - 1].1;
