@@ -33,6 +33,8 @@ pub struct Link {
     rate_bps: u64,
     /// The scheduler had nothing to send at the last decision.
     drained: bool,
+    /// Total time the link spent idle, in 2^-32 ns.
+    idle_total: u128,
 }
 
 /// Slowest link rate accepted, in bits per second.
@@ -55,6 +57,7 @@ impl Link {
             per_byte,
             rate_bps,
             drained: true,
+            idle_total: 0,
         })
     }
 
@@ -75,7 +78,9 @@ impl Link {
     #[inline]
     pub fn send(&mut self, len: u32, now: Nanos) {
         if self.drained {
-            self.idle_at = self.idle_at.max(u128::from(now) << FRAC_BITS);
+            let now = u128::from(now) << FRAC_BITS;
+            self.idle_total += now.saturating_sub(self.idle_at);
+            self.idle_at = self.idle_at.max(now);
             self.drained = false;
         }
         self.idle_at += u128::from(len) * self.per_byte;
@@ -85,8 +90,19 @@ impl Link {
     /// from `now` on (if it was not busy beyond it) until the next [`Link::send`].
     #[inline]
     pub fn drained(&mut self, now: Nanos) {
-        self.idle_at = self.idle_at.max(u128::from(now) << FRAC_BITS);
+        let now = u128::from(now) << FRAC_BITS;
+        if !self.drained {
+            self.idle_total += now.saturating_sub(self.idle_at);
+        }
+        self.idle_at = self.idle_at.max(now);
         self.drained = true;
+    }
+
+    /// Time the link spent idle between packets so far (the scheduler was empty),
+    /// in nanoseconds; with the elapsed time it gives the link's utilisation.
+    #[must_use]
+    pub fn idle_ns(&self) -> Nanos {
+        Nanos::try_from(self.idle_total >> FRAC_BITS).unwrap_or(Nanos::MAX)
     }
 
     /// When the link becomes idle, rounded up to a nanosecond.
@@ -136,6 +152,7 @@ mod tests {
         assert!(link.idle_before(1_000_000));
         link.send(1500, 1_000_000);
         assert!((1_001_200..=1_001_201).contains(&link.idle_at()));
+        assert!((998_799..=998_800).contains(&link.idle_ns()));
         // Backlogged but served late: the late round catches up.
         assert!(link.idle_before(1_010_000));
         link.send(1500, 1_010_000);

@@ -96,6 +96,10 @@ pub struct Config {
     pub tx_capacity: usize,
     /// CPU to pin the arbiter to; `None` leaves it to the OS.
     pub arbiter_cpu: Option<usize>,
+    /// Nice value for the arbiter thread; `None` leaves it. PSPAT wants the arbiter
+    /// to own its core: where other processes share it, a negative value (which
+    /// needs `CAP_SYS_NICE`) keeps them from stalling every client.
+    pub arbiter_nice: Option<i32>,
     /// CPUs to pin dispatcher `i` to (`dispatcher_cpus[i % len]`); empty leaves them
     /// to the OS.
     pub dispatcher_cpus: Vec<usize>,
@@ -111,6 +115,7 @@ impl Default for Config {
             max_clients: 128,
             tx_capacity: 1024,
             arbiter_cpu: None,
+            arbiter_nice: None,
             dispatcher_cpus: Vec::new(),
         }
     }
@@ -229,6 +234,7 @@ struct Live {
     decisions: AtomicU64,
     dropped: AtomicU64,
     sleeps: AtomicU64,
+    link_idle_ns: AtomicU64,
 }
 
 /// A snapshot of the arbiter's counters while it runs.
@@ -244,6 +250,9 @@ pub struct LiveStats {
     pub dropped: u64,
     /// Times the arbiter went to sleep.
     pub sleeps: u64,
+    /// Time the emulated link stood idle because the scheduler had nothing to
+    /// send, in nanoseconds.
+    pub link_idle_ns: u64,
 }
 
 /// Producer halves of client mailboxes not owned by a live client.
@@ -443,6 +452,8 @@ impl<S, X> Report<S, X> {
 pub struct Placement {
     /// The arbiter's pinning error, if it asked for a CPU and did not get it.
     pub arbiter: Option<String>,
+    /// The error setting the arbiter's nice value, if asked and refused.
+    pub arbiter_nice: Option<String>,
     /// Dispatchers' pinning errors.
     pub dispatchers: Vec<String>,
 }
@@ -598,6 +609,7 @@ where
             stats: LiveStats::default(),
         };
         let arbiter_cpu = cfg.arbiter_cpu;
+        let arbiter_nice = cfg.arbiter_nice;
         let arbiter_placement = Arc::clone(&placement);
         let handle = thread::Builder::new()
             .name("pspat-arbiter".into())
@@ -606,6 +618,12 @@ where
                     if let Err(e) = affinity::pin_current_thread(cpu) {
                         lock(&arbiter_placement).arbiter =
                             Some(format!("arbiter on cpu {cpu}: {e}"));
+                    }
+                }
+                if let Some(nice) = arbiter_nice {
+                    if let Err(e) = affinity::set_current_thread_nice(nice) {
+                        lock(&arbiter_placement).arbiter_nice =
+                            Some(format!("arbiter nice {nice}: {e}"));
                     }
                 }
                 arbiter.run()
@@ -695,6 +713,7 @@ impl<S, X> Pspat<S, X> {
             decisions: l.decisions.load(Ordering::Relaxed),
             dropped: l.dropped.load(Ordering::Relaxed),
             sleeps: l.sleeps.load(Ordering::Relaxed),
+            link_idle_ns: l.link_idle_ns.load(Ordering::Relaxed),
         }
     }
 
@@ -1059,6 +1078,7 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         l.decisions.store(self.stats.decisions, Ordering::Relaxed);
         l.dropped.store(self.stats.dropped, Ordering::Relaxed);
         l.sleeps.store(self.stats.sleeps, Ordering::Relaxed);
+        l.link_idle_ns.store(self.link.idle_ns(), Ordering::Relaxed);
     }
 
     /// Nothing moved for `idle_spin`: sleep until a client notifies us, or until the
@@ -1141,6 +1161,7 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         let clients = self.books.iter().map(|b| b.report).collect();
         let mut stats = self.stats;
         stats.rounds = self.round;
+        stats.link_idle_ns = self.link.idle_ns();
         (self.sched, inline, clients, stats)
     }
 }

@@ -51,6 +51,17 @@ pub struct PspatOpts {
     /// Arbiter round interval (Delta_A) in nanoseconds.
     #[arg(long, default_value_t = 1000)]
     pub round_ns: u64,
+    /// Packets each PSPAT client mailbox holds: the most a client has inside the
+    /// runtime, hence how long a link-limited run stays busy while the arbiter or
+    /// the clients are descheduled. Default per case: 254 for throughput (the link
+    /// never limits; a small footprint), 4094 for stability, 1022 for latency.
+    #[arg(long)]
+    pub mailbox: Option<usize>,
+    /// Nice value for the PSPAT arbiter (0: unchanged). PSPAT assumes the arbiter
+    /// owns its core; on a machine shared with other processes a negative value
+    /// gives it most of that core (needs CAP_SYS_NICE; refused is a warning).
+    #[arg(long, default_value_t = -10, allow_hyphen_values = true)]
+    pub arbiter_nice: i32,
     /// Tw: microseconds the arbiter spins without work before it sleeps. The
     /// default outlasts the victim's 250 us gaps, so the arbiter busy-waits as in
     /// the paper's measurements.
@@ -192,6 +203,9 @@ pub fn run(opts: PspatOpts) -> Result<(), BenchError> {
             "warning: {cpus} CPU: the arbiter and the clients share it; figures are not meaningful"
         );
     }
+    if opts.mailbox.is_some_and(|m| m == 0 || m > 1 << 16) {
+        return Err("--mailbox: must be in 1..=65536".into());
+    }
     let place = Placement {
         arbiter_cpu: opts.arbiter_cpu,
         client_cpu: opts.client_cpu,
@@ -274,18 +288,21 @@ pub fn run(opts: PspatOpts) -> Result<(), BenchError> {
     Ok(())
 }
 
-/// Packets a client mailbox holds.
-const MAILBOX: usize = 254;
-
-fn pspat_config(opts: &PspatOpts, place: Placement, clients: usize, link_bps: u64) -> Config {
+fn pspat_config(
+    opts: &PspatOpts,
+    place: Placement,
+    clients: usize,
+    link_bps: u64,
+    mailbox: usize,
+) -> Config {
     Config {
         link_rate_bps: link_bps,
         round_interval: Duration::from_nanos(opts.round_ns),
         idle_spin: Duration::from_micros(opts.idle_spin_us),
         max_clients: clients,
-        // A 256-slot ring (one line of two slots stays free).
-        mailbox_capacity: MAILBOX,
+        mailbox_capacity: mailbox,
         arbiter_cpu: Some(place.arbiter_cpu),
+        arbiter_nice: (opts.arbiter_nice != 0).then_some(opts.arbiter_nice),
         ..Config::default()
     }
 }
@@ -300,32 +317,41 @@ fn pin(cpu: usize, warned: &AtomicBool) {
 }
 
 fn warn_placement<S, X>(rt: &Pspat<S, X>) {
-    if let Some(e) = rt.placement().arbiter {
+    let placement = rt.placement();
+    if let Some(e) = placement.arbiter {
         eprintln!("warning: {e}; the arbiter floats");
+    }
+    if let Some(e) = placement.arbiter_nice {
+        eprintln!("warning: {e}; the arbiter shares its cpu evenly");
     }
 }
 
-/// Spins a PSPAT client does on a full mailbox before it yields the CPU: about the
-/// time the arbiter needs to release slots (a round or two), so a lone client does
-/// not give up its time slice for nothing, while clients sharing a CPU still let
-/// each other run.
-const FULL_SPINS: u32 = 64;
+/// How long a PSPAT client with a full mailbox spins before it yields the CPU.
+/// Long enough for the arbiter to release a line even on a slow link (a 60-byte
+/// packet takes 1 us at 480 Mbit/s), so a client does not hand its CPU to an
+/// unrelated process for a whole time slice while its mailbox is about to drain;
+/// short against a time slice, so clients sharing a CPU still take turns.
+const FULL_SPIN: Duration = Duration::from_micros(20);
 
-/// Greedy PSPAT client: sends `pkt` until `stop`; on a full mailbox it spins
-/// briefly, then yields.
+/// Greedy PSPAT client: sends `pkt` until `stop`; on a full mailbox it spins for
+/// up to [`FULL_SPIN`], then yields.
 fn pspat_greedy(mut client: eiffel_pspat::Client, pkt: Packet, stop: &AtomicBool) {
-    let mut full = 0;
+    let mut full_since: Option<Instant> = None;
+    let mut spins = 0u32;
     while !stop.load(Ordering::Relaxed) {
         for _ in 0..64 {
             match client.send(pkt) {
-                Ok(()) | Err(SendError::PolicyDrops { .. }) => full = 0,
+                Ok(()) | Err(SendError::PolicyDrops { .. }) => full_since = None,
                 Err(SendError::Full(_)) => {
-                    full += 1;
-                    if full < FULL_SPINS {
-                        std::hint::spin_loop();
-                    } else {
-                        full = 0;
-                        thread::yield_now();
+                    std::hint::spin_loop();
+                    spins = spins.wrapping_add(1);
+                    // Read the clock every 64 spins only.
+                    if spins % 64 == 0 {
+                        let since = *full_since.get_or_insert_with(Instant::now);
+                        if since.elapsed() >= FULL_SPIN {
+                            full_since = None;
+                            thread::yield_now();
+                        }
                     }
                 }
                 Err(SendError::Closed(_)) => return,
@@ -362,6 +388,7 @@ fn throughput<S: BenchSched>(
     records: &mut Vec<Record>,
 ) -> Result<(), BenchError> {
     const LINK_BPS: u64 = 500_000_000_000;
+    let mailbox = opts.mailbox.unwrap_or(254);
     let mut table = Table::new(["clients", "pspat Mdps", "locked Mdps", "pspat/locked"]);
     let mut pspat_by_n = Vec::new();
     let mut locked_by_n = Vec::new();
@@ -370,8 +397,8 @@ fn throughput<S: BenchSched>(
         let warned = AtomicBool::new(false);
 
         // PSPAT: arbiter on its CPU, clients on the other.
-        let cfg = pspat_config(opts, place, n, LINK_BPS);
-        let capacity = n * MAILBOX * 2;
+        let cfg = pspat_config(opts, place, n, LINK_BPS, mailbox);
+        let capacity = n * (mailbox + 2);
         let rt = Pspat::start(cfg, S::build(&flows, capacity)?, Dispatch::Inline(NoopSink))?;
         warn_placement(&rt);
         let stop = AtomicBool::new(false);
@@ -455,6 +482,7 @@ fn stability<S: BenchSched>(
     records: &mut Vec<Record>,
 ) -> Result<(), BenchError> {
     const WEIGHTS: [u32; 2] = [10, 1];
+    let mailbox = opts.mailbox.unwrap_or(4094);
     let expected = f64::from(WEIGHTS[0]) / f64::from(WEIGHTS[0] + WEIGHTS[1]);
     // Link rates in million 60-byte packets per second.
     let rates_mpps: &[f64] = if opts.common.quick {
@@ -477,8 +505,8 @@ fn stability<S: BenchSched>(
         let sink = CountingSink::new(2);
         let counters = sink.counters();
         let rt = Pspat::start(
-            pspat_config(opts, place, 2, link_bps),
-            S::build(&flows, 4096)?,
+            pspat_config(opts, place, 2, link_bps, mailbox),
+            S::build(&flows, 2 * (mailbox + 2))?,
             Dispatch::Inline(sink),
         )?;
         warn_placement(&rt);
@@ -500,7 +528,7 @@ fn stability<S: BenchSched>(
 
         let sink = CountingSink::new(2);
         let counters = sink.counters();
-        let locked = Locked::new(S::build(&flows, 4096)?, sink, link_bps)?;
+        let locked = Locked::new(S::build(&flows, 2 * (mailbox + 2))?, sink, link_bps)?;
         let stop = AtomicBool::new(false);
         let locked_result = thread::scope(|s| {
             for f in 0..2u32 {
@@ -637,6 +665,7 @@ fn latency<S: BenchSched>(
     records: &mut Vec<Record>,
 ) -> Result<(), BenchError> {
     const LINK_BPS: u64 = 10_000_000_000;
+    let mailbox = opts.mailbox.unwrap_or(1022);
     let greedy_counts: &[usize] = if opts.common.quick {
         &[0, 4]
     } else {
@@ -654,8 +683,8 @@ fn latency<S: BenchSched>(
 
         // PSPAT.
         let rt = Pspat::start(
-            pspat_config(opts, place, n, LINK_BPS),
-            S::build(&flows, n * 512)?,
+            pspat_config(opts, place, n, LINK_BPS, mailbox),
+            S::build(&flows, n * (mailbox + 2))?,
             Dispatch::Inline(LatencySink::new(0, warm_ns)?),
         )?;
         warn_placement(&rt);
@@ -698,7 +727,7 @@ fn latency<S: BenchSched>(
 
         // Locked.
         let locked = Locked::new(
-            S::build(&flows, n * 512)?,
+            S::build(&flows, n * (mailbox + 2))?,
             LatencySink::new(0, warm_ns)?,
             LINK_BPS,
         )?;
