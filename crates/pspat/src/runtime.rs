@@ -100,6 +100,10 @@ pub struct Config {
     /// to own its core: where other processes share it, a negative value (which
     /// needs `CAP_SYS_NICE`) keeps them from stalling every client.
     pub arbiter_nice: Option<i32>,
+    /// Real-time FIFO priority (1..=99) for the arbiter thread; `None` leaves it in
+    /// the ordinary class. The strongest way to give the arbiter its core; needs
+    /// `CAP_SYS_NICE`.
+    pub arbiter_realtime: Option<i32>,
     /// CPUs to pin dispatcher `i` to (`dispatcher_cpus[i % len]`); empty leaves them
     /// to the OS.
     pub dispatcher_cpus: Vec<usize>,
@@ -116,6 +120,7 @@ impl Default for Config {
             tx_capacity: 1024,
             arbiter_cpu: None,
             arbiter_nice: None,
+            arbiter_realtime: None,
             dispatcher_cpus: Vec::new(),
         }
     }
@@ -452,8 +457,9 @@ impl<S, X> Report<S, X> {
 pub struct Placement {
     /// The arbiter's pinning error, if it asked for a CPU and did not get it.
     pub arbiter: Option<String>,
-    /// The error setting the arbiter's nice value, if asked and refused.
-    pub arbiter_nice: Option<String>,
+    /// The error setting the arbiter's nice value or real-time priority, if asked
+    /// and refused.
+    pub arbiter_priority: Option<String>,
     /// Dispatchers' pinning errors.
     pub dispatchers: Vec<String>,
 }
@@ -610,6 +616,7 @@ where
         };
         let arbiter_cpu = cfg.arbiter_cpu;
         let arbiter_nice = cfg.arbiter_nice;
+        let arbiter_realtime = cfg.arbiter_realtime;
         let arbiter_placement = Arc::clone(&placement);
         let handle = thread::Builder::new()
             .name("pspat-arbiter".into())
@@ -622,8 +629,14 @@ where
                 }
                 if let Some(nice) = arbiter_nice {
                     if let Err(e) = affinity::set_current_thread_nice(nice) {
-                        lock(&arbiter_placement).arbiter_nice =
+                        lock(&arbiter_placement).arbiter_priority =
                             Some(format!("arbiter nice {nice}: {e}"));
+                    }
+                }
+                if let Some(prio) = arbiter_realtime {
+                    if let Err(e) = affinity::set_current_thread_realtime(prio) {
+                        lock(&arbiter_placement).arbiter_priority =
+                            Some(format!("arbiter real-time priority {prio}: {e}"));
                     }
                 }
                 arbiter.run()

@@ -57,11 +57,12 @@ pub struct PspatOpts {
     /// never limits; a small footprint), 4094 for stability, 1022 for latency.
     #[arg(long)]
     pub mailbox: Option<usize>,
-    /// Nice value for the PSPAT arbiter (0: unchanged). PSPAT assumes the arbiter
-    /// owns its core; on a machine shared with other processes a negative value
-    /// gives it most of that core (needs CAP_SYS_NICE; refused is a warning).
-    #[arg(long, default_value_t = -10, allow_hyphen_values = true)]
-    pub arbiter_nice: i32,
+    /// Real-time FIFO priority for the PSPAT arbiter (0: ordinary scheduling).
+    /// PSPAT assumes the arbiter owns its core; on a machine shared with other
+    /// processes (or other users' control groups) only the real-time class
+    /// guarantees it. Needs CAP_SYS_NICE; refused is a warning.
+    #[arg(long, default_value_t = 1)]
+    pub arbiter_rt: i32,
     /// Tw: microseconds the arbiter spins without work before it sleeps. The
     /// default outlasts the victim's 250 us gaps, so the arbiter busy-waits as in
     /// the paper's measurements.
@@ -103,15 +104,19 @@ impl SchedKind {
 
 /// A scheduler the benchmark can build for a set of weighted flows.
 trait BenchSched: Scheduler + Send + 'static {
-    /// A scheduler for `flows` (id, weight) holding at most `capacity` packets.
-    fn build(flows: &[(FlowId, u32)], capacity: usize) -> Result<Self, BenchError>
+    /// A scheduler for `flows` (id, weight), each flow holding at most
+    /// `per_flow` packets (a per-flow limit where the algorithm has one, as a tc
+    /// class has; otherwise a total of `flows.len() * per_flow`). PSPAT's mailboxes
+    /// bound each client to the same number, so neither architecture lets one
+    /// client take another's buffer space.
+    fn build(flows: &[(FlowId, u32)], per_flow: usize) -> Result<Self, BenchError>
     where
         Self: Sized;
 }
 
 impl BenchSched for Fifo {
-    fn build(_flows: &[(FlowId, u32)], capacity: usize) -> Result<Self, BenchError> {
-        Ok(Fifo::new(capacity))
+    fn build(flows: &[(FlowId, u32)], per_flow: usize) -> Result<Self, BenchError> {
+        Ok(Fifo::new(flows.len() * per_flow))
     }
 }
 
@@ -302,7 +307,7 @@ fn pspat_config(
         max_clients: clients,
         mailbox_capacity: mailbox,
         arbiter_cpu: Some(place.arbiter_cpu),
-        arbiter_nice: (opts.arbiter_nice != 0).then_some(opts.arbiter_nice),
+        arbiter_realtime: (opts.arbiter_rt != 0).then_some(opts.arbiter_rt),
         ..Config::default()
     }
 }
@@ -321,8 +326,8 @@ fn warn_placement<S, X>(rt: &Pspat<S, X>) {
     if let Some(e) = placement.arbiter {
         eprintln!("warning: {e}; the arbiter floats");
     }
-    if let Some(e) = placement.arbiter_nice {
-        eprintln!("warning: {e}; the arbiter shares its cpu evenly");
+    if let Some(e) = placement.arbiter_priority {
+        eprintln!("warning: {e}; the arbiter shares its cpu with whatever runs there");
     }
 }
 
@@ -398,8 +403,11 @@ fn throughput<S: BenchSched>(
 
         // PSPAT: arbiter on its CPU, clients on the other.
         let cfg = pspat_config(opts, place, n, LINK_BPS, mailbox);
-        let capacity = n * (mailbox + 2);
-        let rt = Pspat::start(cfg, S::build(&flows, capacity)?, Dispatch::Inline(NoopSink))?;
+        let rt = Pspat::start(
+            cfg,
+            S::build(&flows, mailbox + 2)?,
+            Dispatch::Inline(NoopSink),
+        )?;
         warn_placement(&rt);
         let stop = AtomicBool::new(false);
         let pspat_mdps = thread::scope(|s| -> Result<f64, BenchError> {
@@ -418,7 +426,7 @@ fn throughput<S: BenchSched>(
         rt.shutdown(ShutdownMode::Discard);
 
         // Locked: every client runs the scheduler; spread over all CPUs.
-        let locked = Locked::new(S::build(&flows, capacity)?, NoopSink, LINK_BPS)?;
+        let locked = Locked::new(S::build(&flows, mailbox + 2)?, NoopSink, LINK_BPS)?;
         let stop = AtomicBool::new(false);
         let locked_mdps = thread::scope(|s| {
             for f in 0..n {
@@ -506,7 +514,7 @@ fn stability<S: BenchSched>(
         let counters = sink.counters();
         let rt = Pspat::start(
             pspat_config(opts, place, 2, link_bps, mailbox),
-            S::build(&flows, 2 * (mailbox + 2))?,
+            S::build(&flows, mailbox + 2)?,
             Dispatch::Inline(sink),
         )?;
         warn_placement(&rt);
@@ -528,7 +536,7 @@ fn stability<S: BenchSched>(
 
         let sink = CountingSink::new(2);
         let counters = sink.counters();
-        let locked = Locked::new(S::build(&flows, 2 * (mailbox + 2))?, sink, link_bps)?;
+        let locked = Locked::new(S::build(&flows, mailbox + 2)?, sink, link_bps)?;
         let stop = AtomicBool::new(false);
         let locked_result = thread::scope(|s| {
             for f in 0..2u32 {
@@ -684,7 +692,7 @@ fn latency<S: BenchSched>(
         // PSPAT.
         let rt = Pspat::start(
             pspat_config(opts, place, n, LINK_BPS, mailbox),
-            S::build(&flows, n * (mailbox + 2))?,
+            S::build(&flows, mailbox + 2)?,
             Dispatch::Inline(LatencySink::new(0, warm_ns)?),
         )?;
         warn_placement(&rt);
@@ -727,7 +735,7 @@ fn latency<S: BenchSched>(
 
         // Locked.
         let locked = Locked::new(
-            S::build(&flows, n * (mailbox + 2))?,
+            S::build(&flows, mailbox + 2)?,
             LatencySink::new(0, warm_ns)?,
             LINK_BPS,
         )?;
