@@ -58,10 +58,13 @@ pub struct PspatOpts {
     #[arg(long)]
     pub mailbox: Option<usize>,
     /// Real-time FIFO priority for the PSPAT arbiter (0: ordinary scheduling).
-    /// Guarantees the arbiter its core against any other process, but Linux stops
-    /// a real-time thread that never sleeps for 50 ms every second (RT
-    /// throttling), which shows as a 1% latency tail: off by default.
-    #[arg(long, default_value_t = 0)]
+    /// PSPAT assumes the arbiter owns its core. In the ordinary class it does not
+    /// on a shared machine: Linux gives each session (autogroup) a share of the
+    /// machine and splits it over CPUs by load, so with 100 clients on one CPU the
+    /// arbiter's CPU gets a sliver of the share when another session runs there.
+    /// The cost: Linux stops a real-time thread that never sleeps for 50 ms every
+    /// second (RT throttling), visible in the latency tail (p99, max).
+    #[arg(long, default_value_t = 1)]
     pub arbiter_rt: i32,
     /// Nice value for this process's scheduling group (Linux autogroup) during the
     /// run, restored afterwards; 0 leaves it. With autogroups, processes of other
