@@ -463,7 +463,7 @@ mod tests {
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(
-            if cfg!(miri) { 4 } else { 256 }
+            if cfg!(miri) { 2 } else { 256 }
         ))]
         /// Against a reference model: a FIFO plus the exact line-wise room rule.
         #[test]
@@ -520,7 +520,7 @@ mod tests {
 
     #[test]
     fn threads_transfer_everything_in_order() {
-        let n: u64 = if cfg!(miri) { 200 } else { 200_000 };
+        let n: u64 = if cfg!(miri) { 64 } else { 200_000 };
         let (mut tx, mut rx) = mailbox::<u64>(16).unwrap();
         let producer = std::thread::spawn(move || {
             for i in 0..n {
