@@ -3,6 +3,7 @@
 
 use clap::{Args, Subcommand};
 
+mod pspat;
 mod queues;
 mod sched;
 
@@ -26,6 +27,9 @@ pub enum BenchCommand {
     /// Fair-queueing schedulers: ns per enqueue/dequeue pair for NONE, FIFO, DRR,
     /// QFQ and WF2Q+ from 1 to 32768 flows (QFQ paper, Table 4).
     Sched(CommonOpts),
+    /// PSPAT (section 6): decisions/s against client threads, rate stability under
+    /// overload and victim latency, PSPAT against the same scheduler behind one lock.
+    Pspat(pspat::PspatOpts),
 }
 
 /// An error a benchmark reports instead of results.
@@ -36,5 +40,6 @@ pub fn run(cmd: BenchCommand) -> Result<(), BenchError> {
     match cmd {
         BenchCommand::Queues(opts) => queues::run(&opts),
         BenchCommand::Sched(opts) => sched::run(&opts),
+        BenchCommand::Pspat(opts) => pspat::run(opts),
     }
 }

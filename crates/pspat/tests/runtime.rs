@@ -1,0 +1,361 @@
+//! End-to-end tests of the PSPAT runtime: delivery, backpressure, policy drops,
+//! idle sleep, shutdown accounting, and a many-thread stress test.
+
+use eiffel_pspat::{
+    Client, Config, CountingSink, Dispatch, Error, Pspat, SendError, ShutdownMode, Transmit,
+};
+use eiffel_sched::{DropReason, Fifo, Nanos, Packet};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// Sends `pkt`, retrying while the mailbox is full or a drop report comes back.
+/// Returns the number of drops reported meanwhile.
+fn send_retrying(client: &mut Client, mut pkt: Packet) -> u64 {
+    let mut reported = 0;
+    loop {
+        match client.send(pkt) {
+            Ok(()) => return reported,
+            Err(SendError::Full(p)) => {
+                pkt = p;
+                std::thread::yield_now();
+            }
+            Err(SendError::PolicyDrops { dropped, packet }) => {
+                reported += dropped;
+                pkt = packet;
+            }
+            Err(SendError::Closed(_)) => panic!("closed while sending"),
+        }
+    }
+}
+
+/// Checks that each flow's sequence numbers (carried in `buffer`) only grow, and
+/// counts packets per flow.
+#[derive(Debug, Default)]
+struct OrderSink {
+    last: HashMap<u32, u32>,
+    per_flow: HashMap<u32, u64>,
+    out_of_order: u64,
+}
+
+impl Transmit for OrderSink {
+    fn transmit(&mut self, batch: &[Packet], _now: Nanos) {
+        for p in batch {
+            if let Some(&prev) = self.last.get(&p.flow) {
+                if p.buffer <= prev {
+                    self.out_of_order += 1;
+                }
+            }
+            self.last.insert(p.flow, p.buffer);
+            *self.per_flow.entry(p.flow).or_default() += 1;
+        }
+    }
+}
+
+fn small_config() -> Config {
+    Config {
+        link_rate_bps: 100_000_000_000,
+        mailbox_capacity: 32,
+        max_clients: 8,
+        tx_capacity: 64,
+        idle_spin: Duration::from_micros(20),
+        ..Config::default()
+    }
+}
+
+#[test]
+fn delivers_in_order_inline_and_with_dispatchers() {
+    for dispatch in [
+        Dispatch::Inline(OrderSink::default()),
+        Dispatch::Threads(vec![OrderSink::default(), OrderSink::default()]),
+    ] {
+        let rt = Pspat::start(small_config(), Fifo::new(1024), dispatch).unwrap();
+        let mut clients: Vec<Client> = (0..3).map(|_| rt.client().unwrap()).collect();
+        for seq in 1..=500u32 {
+            for (flow, c) in clients.iter_mut().enumerate() {
+                assert_eq!(
+                    send_retrying(c, Packet::new(flow as u32, 100).buffer(seq)),
+                    0
+                );
+            }
+        }
+        let sent: Vec<u64> = clients.iter().map(|c| c.stats().sent).collect();
+        drop(clients);
+        let report = rt.shutdown(ShutdownMode::Drain);
+        let mut per_flow: HashMap<u32, u64> = HashMap::new();
+        for sink in &report.sinks {
+            assert_eq!(sink.out_of_order, 0);
+            for (&f, &n) in &sink.per_flow {
+                *per_flow.entry(f).or_default() += n;
+            }
+        }
+        for (i, &s) in sent.iter().enumerate() {
+            assert_eq!(s, 500);
+            assert_eq!(report.clients[i].delivered, 500);
+            assert_eq!(per_flow[&(i as u32)], 500);
+        }
+        let c = report.scheduler_counters();
+        assert_eq!(c.enqueued, 1500);
+        assert_eq!(c.dequeued, 1500);
+    }
+}
+
+trait SchedulerCounters {
+    fn scheduler_counters(&self) -> eiffel_sched::Counters;
+}
+
+impl<X> SchedulerCounters for eiffel_pspat::Report<Fifo, X> {
+    fn scheduler_counters(&self) -> eiffel_sched::Counters {
+        use eiffel_sched::Scheduler;
+        *self.scheduler.counters()
+    }
+}
+
+#[test]
+fn full_mailbox_is_reported_at_once_and_bounds_packets_in_flight() {
+    // 1 Mbit/s: a 1500-byte packet takes 12 ms, so the scheduler keeps them.
+    let cfg = Config {
+        link_rate_bps: 1_000_000,
+        ..small_config()
+    };
+    let rt = Pspat::start(cfg, Fifo::new(1024), Dispatch::Inline(CountingSink::new(1))).unwrap();
+    let mut c = rt.client().unwrap();
+    let cap = c.capacity();
+    let mut accepted = 0;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    // Packets read by the arbiter keep their slots until released, so at most
+    // `cap` (+ the one on the link) are accepted before the mailbox reports full.
+    loop {
+        match c.send(Packet::new(0, 1500)) {
+            Ok(()) => accepted += 1,
+            Err(SendError::Full(p)) => {
+                assert_eq!(p.len, 1500);
+                break;
+            }
+            Err(e) => panic!("{e}"),
+        }
+        assert!(Instant::now() < deadline, "mailbox never filled");
+    }
+    assert!(
+        accepted >= cap && accepted <= cap + 2,
+        "accepted {accepted}, capacity {cap}"
+    );
+    assert_eq!(c.stats().full, 1);
+    drop(c);
+    let report = rt.shutdown(ShutdownMode::Discard);
+    let t = report.totals();
+    assert_eq!(t.received, accepted as u64);
+    assert_eq!(
+        t.delivered + t.dropped.get(DropReason::Shutdown),
+        accepted as u64
+    );
+}
+
+#[test]
+fn policy_drops_are_reported_on_the_next_send() {
+    // A scheduler with room for 2 packets and a slow link: most packets are dropped
+    // by the scheduler (QueueFull), which the client learns on its next send.
+    let cfg = Config {
+        link_rate_bps: 1_000_000,
+        ..small_config()
+    };
+    let rt = Pspat::start(cfg, Fifo::new(2), Dispatch::Inline(CountingSink::new(1))).unwrap();
+    let mut c = rt.client().unwrap();
+    for _ in 0..10 {
+        assert_eq!(send_retrying(&mut c, Packet::new(0, 1500)), 0);
+    }
+    // Wait until the arbiter has read all ten.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while rt.stats().received < 10 {
+        assert!(Instant::now() < deadline);
+        std::thread::yield_now();
+    }
+    match c.send(Packet::new(0, 1500).buffer(77)) {
+        Err(SendError::PolicyDrops { dropped, packet }) => {
+            assert!(dropped >= 7, "dropped {dropped}");
+            assert_eq!(packet.buffer, 77, "the packet is handed back");
+        }
+        other => panic!("expected a drop report, got {other:?}"),
+    }
+    let reported = c.stats().drops_reported;
+    drop(c);
+    let report = rt.shutdown(ShutdownMode::Discard);
+    let t = report.totals();
+    assert_eq!(t.received, 10);
+    assert_eq!(t.dropped.get(DropReason::QueueFull), reported);
+    assert_eq!(t.delivered + t.dropped.total(), 10);
+}
+
+#[test]
+fn arbiter_sleeps_when_idle_and_a_send_wakes_it() {
+    let sink = CountingSink::new(1);
+    let counters = sink.counters();
+    let rt = Pspat::start(small_config(), Fifo::new(64), Dispatch::Inline(sink)).unwrap();
+    let mut c = rt.client().unwrap();
+    for round in 1..=3u64 {
+        // Idle well past Tw (20 us): the arbiter goes to sleep.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while rt.stats().sleeps < round {
+            assert!(Instant::now() < deadline, "arbiter never slept");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        send_retrying(&mut c, Packet::new(0, 64));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while counters.packets() < round {
+            assert!(Instant::now() < deadline, "a send did not wake the arbiter");
+            std::thread::yield_now();
+        }
+    }
+    drop(c);
+    rt.shutdown(ShutdownMode::Drain);
+}
+
+#[test]
+fn the_link_rate_is_not_exceeded() {
+    // 100 packets of 1250 bytes at 100 Mbit/s: 100 us each, 10 ms in all. The last
+    // can leave no earlier than 9.9 ms after the first.
+    let cfg = Config {
+        link_rate_bps: 100_000_000,
+        ..small_config()
+    };
+    #[derive(Default)]
+    struct Stamps(Vec<Nanos>);
+    impl Transmit for Stamps {
+        fn transmit(&mut self, batch: &[Packet], now: Nanos) {
+            self.0.extend(batch.iter().map(|_| now));
+        }
+    }
+    let rt = Pspat::start(cfg, Fifo::new(256), Dispatch::Inline(Stamps::default())).unwrap();
+    let mut c = rt.client().unwrap();
+    for _ in 0..100 {
+        send_retrying(&mut c, Packet::new(0, 1250));
+    }
+    drop(c);
+    let report = rt.shutdown(ShutdownMode::Drain);
+    let stamps = &report.sinks[0].0;
+    assert_eq!(stamps.len(), 100);
+    let span = stamps[99] - stamps[0];
+    assert!(span >= 9_800_000, "100 packets left in {span} ns");
+}
+
+#[test]
+fn client_handles_are_limited_and_recycled() {
+    let rt = Pspat::start(
+        small_config(),
+        Fifo::new(64),
+        Dispatch::Inline(CountingSink::new(1)),
+    )
+    .unwrap();
+    let clients: Vec<Client> = (0..8).map(|_| rt.client().unwrap()).collect();
+    assert!(matches!(rt.client(), Err(Error::TooManyClients { max: 8 })));
+    let index = clients[3].index();
+    drop(clients);
+    let mut again = rt.client().unwrap();
+    send_retrying(&mut again, Packet::new(0, 100));
+    assert!(index < 8);
+    drop(again);
+    let report = rt.shutdown(ShutdownMode::Drain);
+    assert_eq!(report.totals().delivered, 1);
+}
+
+#[test]
+fn dropping_the_runtime_stops_its_threads() {
+    let rt = Pspat::start(
+        small_config(),
+        Fifo::new(64),
+        Dispatch::Threads(vec![CountingSink::new(1)]),
+    )
+    .unwrap();
+    let mut c = rt.client().unwrap();
+    send_retrying(&mut c, Packet::new(0, 100));
+    drop(c);
+    drop(rt);
+}
+
+#[test]
+fn invalid_configuration_is_refused() {
+    let bad = Config {
+        max_clients: 0,
+        ..Config::default()
+    };
+    let err = Pspat::start(bad, Fifo::new(1), Dispatch::Inline(CountingSink::new(0))).unwrap_err();
+    assert!(err.to_string().contains("max_clients"), "{err}");
+    let err = Pspat::start(
+        Config::default(),
+        Fifo::new(1),
+        Dispatch::<CountingSink>::Threads(vec![]),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("dispatch"), "{err}");
+}
+
+/// Many client threads through a small scheduler (policy drops) and two
+/// dispatchers: per-client order holds and every packet sent is delivered or
+/// dropped with a reason.
+#[test]
+fn stress_many_clients_order_and_accounting() {
+    let threads = 16;
+    let per_client: u32 = 3_000;
+    let cfg = Config {
+        // 200-byte packets at 2 Gbit/s: 1.25 Mpps, slower than the clients, so the
+        // scheduler fills up and drops.
+        link_rate_bps: 2_000_000_000,
+        mailbox_capacity: 64,
+        max_clients: threads,
+        tx_capacity: 128,
+        ..Config::default()
+    };
+    // Room for fewer packets than the mailboxes hold: the scheduler drops some.
+    let rt = Pspat::start(
+        cfg,
+        Fifo::new(256),
+        Dispatch::Threads(vec![OrderSink::default(), OrderSink::default()]),
+    )
+    .unwrap();
+    // All handles first: a handle dropped early would hand its index to the next.
+    let clients: Vec<Client> = (0..threads).map(|_| rt.client().unwrap()).collect();
+    let handles: Vec<_> = clients
+        .into_iter()
+        .map(|mut c| {
+            std::thread::spawn(move || {
+                let flow = c.index();
+                let mut reported = 0;
+                for seq in 1..=per_client {
+                    reported += send_retrying(&mut c, Packet::new(flow, 200).buffer(seq));
+                }
+                (flow, c.stats(), reported)
+            })
+        })
+        .collect();
+    let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let report = rt.shutdown(ShutdownMode::Drain);
+    let mut delivered_by_sink: HashMap<u32, u64> = HashMap::new();
+    for sink in &report.sinks {
+        assert_eq!(sink.out_of_order, 0, "a client's packets were reordered");
+        for (&f, &n) in &sink.per_flow {
+            *delivered_by_sink.entry(f).or_default() += n;
+        }
+    }
+    for (flow, stats, reported) in results {
+        let r = &report.clients[flow as usize];
+        assert_eq!(stats.sent, u64::from(per_client));
+        assert_eq!(stats.drops_reported, reported);
+        assert_eq!(
+            r.received, stats.sent,
+            "client {flow}: sent = read by the arbiter"
+        );
+        assert_eq!(
+            stats.sent,
+            r.delivered + r.dropped.total(),
+            "client {flow}: sent = delivered + dropped"
+        );
+        assert_eq!(r.dropped.total(), r.dropped.get(DropReason::QueueFull));
+        assert!(reported <= r.dropped.total());
+        assert_eq!(
+            delivered_by_sink.get(&flow).copied().unwrap_or(0),
+            r.delivered
+        );
+    }
+    let t = report.totals();
+    assert_eq!(report.stats.decisions, t.delivered);
+    assert_eq!(report.stats.dropped, t.dropped.total());
+}
