@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
-# Runs the unit tests of the modules with unsafe code or concurrency (mailbox,
-# sleeper, client lists, tags, link, sinks) under miri. Needs the nightly toolchain
-# with the miri component.
+# Runs the tests of every module with unsafe code under miri: PSPAT's mailbox,
+# sleeper, client lists, tags, link and sinks, and eiffel-net's ring walkers (on
+# fake kernel rings in ordinary memory). Installs the nightly miri component if it
+# is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if ! cargo +nightly miri --version >/dev/null 2>&1; then
+    rustup toolchain install nightly --profile minimal --component miri,rust-src
+fi
 cargo +nightly miri setup
-# Miri cannot call sched_setaffinity; the runtime's integration tests spin real
-# threads for milliseconds and are left to the normal test run.
-# Isolation off: proptest reads the working directory.
-MIRIFLAGS="${MIRIFLAGS:-} -Zmiri-strict-provenance -Zmiri-disable-isolation" \
-  cargo +nightly miri test -p eiffel-pspat --lib -- \
+# Miri cannot call sched_setaffinity or open packet sockets; the runtime's and the
+# rings' integration tests use real threads and interfaces and run in the normal
+# test run. Isolation off: proptest reads the working directory.
+export MIRIFLAGS="${MIRIFLAGS:-} -Zmiri-strict-provenance -Zmiri-disable-isolation"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/miri"
+cargo +nightly miri test -p eiffel-pspat --lib -- \
   mailbox:: sleeper:: clist:: tags:: link:: transmit:: pad::
+cargo +nightly miri test -p eiffel-net --lib -- sys::

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace: unit, property and integration tests (optimised,
 # with debug assertions), the network-namespace end-to-end tests (as root), doc
-# tests, and the benches' compilation.
+# tests, the loom models, the unsafe code under miri, and the benches' compilation.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,6 +30,12 @@ cargo test --workspace --profile ci
 
 echo "==> doc tests"
 cargo test --workspace --doc
+
+echo "==> loom: mailbox, client lists, sleep/notify"
+bash .ci/loom.sh
+
+echo "==> miri: every module with unsafe code"
+bash .ci/miri.sh
 
 echo "==> benches compile"
 cargo bench --workspace --no-run --quiet

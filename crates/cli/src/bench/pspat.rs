@@ -40,7 +40,7 @@ pub struct PspatOpts {
     #[arg(long, value_delimiter = ',')]
     pub clients: Option<Vec<usize>>,
     /// Scheduling algorithm for every case.
-    #[arg(long, value_enum, default_value_t = SchedKind::Fifo)]
+    #[arg(long, value_enum, default_value_t = SchedKind::Qfq)]
     pub sched: SchedKind,
     /// CPU the PSPAT arbiter is pinned to.
     #[arg(long, default_value_t = 1)]
@@ -94,6 +94,10 @@ pub enum CaseKind {
 /// Scheduling algorithms the benchmark can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SchedKind {
+    /// Quick Fair Queueing (the paper's scheduler).
+    Qfq,
+    /// Deficit round robin.
+    Drr,
     /// First in, first out: ignores weights.
     Fifo,
 }
@@ -101,12 +105,15 @@ pub enum SchedKind {
 impl SchedKind {
     fn name(self) -> &'static str {
         match self {
+            SchedKind::Qfq => "qfq",
+            SchedKind::Drr => "drr",
             SchedKind::Fifo => "fifo",
         }
     }
 
     fn weighted(self) -> bool {
         match self {
+            SchedKind::Qfq | SchedKind::Drr => true,
             SchedKind::Fifo => false,
         }
     }
@@ -130,10 +137,40 @@ impl BenchSched for Fifo {
     }
 }
 
+/// Builds a weighted per-flow scheduler with a per-flow packet limit.
+macro_rules! weighted_bench_sched {
+    ($t:ty) => {
+        impl BenchSched for $t {
+            fn build(flows: &[(FlowId, u32)], per_flow: usize) -> Result<Self, BenchError> {
+                use eiffel_sched::FlowScheduler;
+                let mut q = <$t>::new(flows.len() as u32, flows.len() * per_flow)?;
+                for &(f, w) in flows {
+                    q.add_flow(
+                        f,
+                        eiffel_sched::FlowConfig::weight(w).limit(per_flow as u32),
+                    )?;
+                }
+                Ok(q)
+            }
+        }
+    };
+}
+
+weighted_bench_sched!(eiffel_sched::Qfq);
+weighted_bench_sched!(eiffel_sched::Drr);
+
 /// Runs `$body` with `$s` bound to the scheduler type chosen by `$kind`.
 macro_rules! with_sched {
     ($kind:expr, $s:ident => $body:expr) => {
         match $kind {
+            SchedKind::Qfq => {
+                type $s = eiffel_sched::Qfq;
+                $body
+            }
+            SchedKind::Drr => {
+                type $s = eiffel_sched::Drr;
+                $body
+            }
             SchedKind::Fifo => {
                 type $s = Fifo;
                 $body
