@@ -518,11 +518,11 @@ impl PolicyTree {
             match &mut self.nodes[n as usize].kind {
                 Kind::Leaf { fifo } => return self.pool.front(fifo).copied(),
                 Kind::Flows(fl) => {
-                    let f = fl.sched.select(now)?;
+                    let f = fl.sched.peek(now)?;
                     return self.pool.front(&fl.flows[f as usize].fifo).copied();
                 }
                 Kind::Internal { children, sched } => {
-                    let u = sched.select(now)?;
+                    let u = sched.peek(now)?;
                     n = children[u as usize];
                 }
             }

@@ -323,6 +323,17 @@ impl NodeSched {
         }
     }
 
+    /// The unit `select` would return, without the side effects of the link's
+    /// request (a calendar's rotation): what the tree reads to rank a node's head
+    /// while a packet arrives.
+    #[inline]
+    pub(crate) fn peek(&mut self, now: Nanos) -> Option<u32> {
+        match self {
+            NodeSched::Calendar(c) => c.peek(now),
+            _ => self.select(now),
+        }
+    }
+
     /// `u`, the unit `select` returned, sent `sent`; it stays queued with head
     /// `next`, or leaves when `next` is `None`.
     #[inline]
