@@ -3,6 +3,7 @@
 
 use clap::{Args, Subcommand};
 
+mod cq;
 mod queues;
 mod sched;
 
@@ -26,6 +27,10 @@ pub enum BenchCommand {
     /// Fair-queueing schedulers: ns per enqueue/dequeue pair for NONE, FIFO, DRR,
     /// QFQ and WF2Q+ from 1 to 32768 flows (QFQ paper, Table 4).
     Sched(CommonOpts),
+    /// Calendar-queue policies: ns per packet of cq-wfq against wfq on a cffs and
+    /// cq-edf against edf on a cffs, through a policy-tree leaf of 16 to 32768
+    /// flows (calendar queues, NSDI'20).
+    Cq(CommonOpts),
 }
 
 /// An error a benchmark reports instead of results.
@@ -36,5 +41,6 @@ pub fn run(cmd: BenchCommand) -> Result<(), BenchError> {
     match cmd {
         BenchCommand::Queues(opts) => queues::run(&opts),
         BenchCommand::Sched(opts) => sched::run(&opts),
+        BenchCommand::Cq(opts) => cq::run(&opts),
     }
 }
