@@ -5,6 +5,28 @@
 //! `cq-pfabric-fair` (section 4.5). Their parameters are
 //! [`CalendarParams`](super::CalendarParams).
 //!
+//! ```
+//! use eiffel_sched::tree::{CalendarParams, Discipline, NodeSpec, PerFlow, TreeSpec};
+//! use eiffel_sched::{Packet, PolicyTree, Scheduler};
+//!
+//! // A per-flow leaf fair-queued on a calendar of 1000-byte rounds.
+//! let mut spec = TreeSpec::new(1024);
+//! let mut leaf = NodeSpec::new("flows", None);
+//! leaf.discipline = Discipline::CqWfq;
+//! leaf.calendar = CalendarParams { quantum: Some(1000), ..CalendarParams::default() };
+//! leaf.per_flow = Some(PerFlow { max_flows: 2, flow_limit: None, flow_queue_limit: None });
+//! spec.add(leaf);
+//! let mut tree = PolicyTree::new(spec).unwrap();
+//! let class = tree.leaf("flows").unwrap();
+//! for _ in 0..3 {
+//!     tree.enqueue(Packet::new(0, 1000).class(class), 0).unwrap();
+//! }
+//! tree.enqueue(Packet::new(1, 1000).class(class), 0).unwrap();
+//! // Flow 0's packets fill rounds 0, 1 and 2; flow 1's packet is in round 0.
+//! let order: Vec<u32> = (0..4).map(|_| tree.dequeue(0).unwrap().flow).collect();
+//! assert_eq!(order, [0, 1, 0, 0]);
+//! ```
+//!
 //! ## From packets to units
 //! The paper files every packet in a day of the calendar when it arrives. A tree
 //! node files *units* (its children, or the flows of a per-flow leaf), one
