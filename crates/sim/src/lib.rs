@@ -8,6 +8,8 @@
 //! - [`gps`]: [`Gps`], the event-driven Generalized Processor Sharing fluid server.
 //! - [`audit`](mod@audit): [`audit()`], per-flow B-WFI, T-WFI, worst lag, delay
 //!   against GPS, shares and Jain's fairness index, with their definitions.
+//! - [`fct`]: flow-level workloads, packet annotations and flow completion times
+//!   ([`compare`] runs one workload through several schedulers).
 //!
 //! ```
 //! use eiffel_sched::{FlowConfig, FlowScheduler, Qfq};
@@ -24,12 +26,17 @@
 //! ```
 
 pub mod audit;
+pub mod fct;
 pub mod gps;
 pub mod link;
 pub mod run;
 pub mod trace;
 
 pub use audit::{audit, audit_with, AuditOptions, FlowReport, Report};
+pub use fct::{
+    compare, completions, fct_stats, flow_workload, Annotated, FctRow, FctStats, FlowInfo,
+    FlowOutcome, FlowTrace, FlowWorkload,
+};
 pub use gps::{FluidPacket, Gps};
 pub use link::{Link, Ticks, TICKS_PER_BYTE};
 pub use run::{run, Outcome, Run};

@@ -3,6 +3,7 @@
 
 use clap::{Args, Subcommand};
 
+mod cq;
 mod pspat;
 mod queues;
 mod sched;
@@ -27,6 +28,10 @@ pub enum BenchCommand {
     /// Fair-queueing schedulers: ns per enqueue/dequeue pair for NONE, FIFO, DRR,
     /// QFQ and WF2Q+ from 1 to 32768 flows (QFQ paper, Table 4).
     Sched(CommonOpts),
+    /// Calendar-queue policies: ns per packet of cq-wfq against wfq on a cffs and
+    /// cq-edf against edf on a cffs, through a policy-tree leaf of 16 to 32768
+    /// flows (calendar queues, NSDI'20).
+    Cq(CommonOpts),
     /// PSPAT (section 6): decisions/s against client threads, rate stability under
     /// overload and victim latency, PSPAT against the same scheduler behind one lock.
     Pspat(pspat::PspatOpts),
@@ -40,6 +45,7 @@ pub fn run(cmd: BenchCommand) -> Result<(), BenchError> {
     match cmd {
         BenchCommand::Queues(opts) => queues::run(&opts),
         BenchCommand::Sched(opts) => sched::run(&opts),
+        BenchCommand::Cq(opts) => cq::run(&opts),
         BenchCommand::Pspat(opts) => pspat::run(opts),
     }
 }
