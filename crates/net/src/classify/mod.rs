@@ -16,7 +16,7 @@ mod rules;
 
 pub use flow_table::{FlowCounters, FlowHit, FlowTable, FlowTableConfig};
 pub use rules::{
-    Atom, ClassifySpec, DscpRange, Duration, EtherType, MalformedAction, Matches, PortRange,
+    Atom, ClassifySpec, DscpRange, Duration, EtherType, IdRange, MalformedAction, Matches, PortRange,
     Prefix, Protocol, RuleError, RuleSet, RuleSpec, VlanRange,
 };
 
