@@ -94,7 +94,13 @@ impl Metrics {
     /// Metrics for `workload` on `link`, with `leaves` leaf ids (class ids
     /// `0..leaves`) and rates over `duration` in `bins` time bins.
     #[must_use]
-    pub fn new(workload: &Workload, link: Link, leaves: usize, duration: Nanos, bins: usize) -> Self {
+    pub fn new(
+        workload: &Workload,
+        link: Link,
+        leaves: usize,
+        duration: Nanos,
+        bins: usize,
+    ) -> Self {
         let bins = bins.max(1);
         let mut group_of = Vec::with_capacity(workload.flows());
         let mut start_of = Vec::with_capacity(workload.flows());

@@ -19,7 +19,7 @@ use eiffel_sched::{DropReason, Nanos, Packet, Scheduler};
 /// (closed-loop sources).
 pub trait Source {
     /// Arrival time of the next packet, if any.
-    fn peek(&self) -> Option<Nanos>;
+    fn peek(&mut self) -> Option<Nanos>;
 
     /// Removes and returns the next packet (its `arrival` is [`Source::peek`]'s).
     fn pop(&mut self) -> Option<Packet>;
@@ -96,9 +96,7 @@ where
         }
         // Idle: until the next arrival or the scheduler's next release.
         let arrival = source.peek().map(|at| link.ticks(at));
-        let ready = sched
-            .next_ready(now)
-            .map(|ns| link.ticks(ns).max(free + 1));
+        let ready = sched.next_ready(now).map(|ns| link.ticks(ns).max(free + 1));
         free = match (arrival, ready) {
             (Some(a), Some(r)) => a.min(r),
             (Some(a), None) => a,
@@ -171,6 +169,24 @@ impl<S: ?Sized, A: Observer<S>, B: Observer<S>> Observer<S> for (A, B) {
     }
 }
 
+/// An observer that sees nothing.
+impl<S: ?Sized> Observer<S> for () {}
+
+/// A borrowed observer.
+impl<S: ?Sized, O: Observer<S> + ?Sized> Observer<S> for &mut O {
+    fn on_arrival(&mut self, pkt: &Packet, at: Ticks) {
+        (**self).on_arrival(pkt, at);
+    }
+
+    fn on_drop(&mut self, pkt: &Packet, reason: DropReason, at: Ticks) {
+        (**self).on_drop(pkt, reason, at);
+    }
+
+    fn on_sent(&mut self, sched: &S, pkt: &Packet, start: Ticks, end: Ticks) {
+        (**self).on_sent(sched, pkt, start, end);
+    }
+}
+
 /// A trace as a [`Source`]: packets carry their trace index in `buffer`.
 struct TraceSource<'a> {
     trace: &'a Trace,
@@ -178,7 +194,7 @@ struct TraceSource<'a> {
 }
 
 impl Source for TraceSource<'_> {
-    fn peek(&self) -> Option<Nanos> {
+    fn peek(&mut self) -> Option<Nanos> {
         self.trace.arrivals().get(self.next).map(|a| a.at)
     }
 

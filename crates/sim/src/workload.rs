@@ -150,7 +150,13 @@ impl FlowGroup {
     /// A group of `count` unbounded flows of class `class` with fixed-size
     /// packets, starting at 0.
     #[must_use]
-    pub fn new(name: impl Into<String>, count: u32, class: u32, len: u32, process: Process) -> Self {
+    pub fn new(
+        name: impl Into<String>,
+        count: u32,
+        class: u32,
+        len: u32,
+        process: Process,
+    ) -> Self {
         FlowGroup {
             name: name.into(),
             count,
@@ -170,7 +176,8 @@ impl FlowGroup {
     /// Start time of flow `k` of the group.
     #[must_use]
     pub fn flow_start(&self, k: u32) -> Nanos {
-        self.start.saturating_add(self.stagger.saturating_mul(u64::from(k)))
+        self.start
+            .saturating_add(self.stagger.saturating_mul(u64::from(k)))
     }
 
     /// Size in bytes of flow `k` of the group, `None` if unbounded.
@@ -280,6 +287,8 @@ struct FlowState {
     in_flight: u32,
     /// Whether the flow waits in the heap for its next arrival.
     pending: bool,
+    /// Time of that arrival; heap entries of other times are stale.
+    due: Nanos,
 }
 
 /// Generates a [`Workload`]'s packets in time order (a [`Source`]).
@@ -326,9 +335,9 @@ impl<'a> Generator<'a> {
             let grp = &workload.groups[g];
             let start = grp.flow_start(k) as f64;
             let on_until = match grp.process {
-                Process::OnOff {
-                    mean_on, shape, ..
-                } => start + pareto(&mut rng, mean_on as f64, shape),
+                Process::OnOff { mean_on, shape, .. } => {
+                    start + pareto(&mut rng, mean_on as f64, shape)
+                }
                 _ => f64::INFINITY,
             };
             let clock = match grp.process {
@@ -346,6 +355,7 @@ impl<'a> Generator<'a> {
                 on_until,
                 in_flight: 0,
                 pending: live,
+                due: clock as Nanos,
             });
             if live {
                 heap.push(Reverse((clock as Nanos, i)));
@@ -376,17 +386,34 @@ impl<'a> Generator<'a> {
             f.pending = false;
             return;
         }
+        if f.pending && f.due == at as Nanos {
+            return;
+        }
         f.pending = true;
-        self.heap.push(Reverse((at as Nanos, i)));
+        f.due = at as Nanos;
+        self.heap.push(Reverse((f.due, i)));
+    }
+
+    /// Drops stale heap entries (flows whose next arrival moved) from the top.
+    fn clean(&mut self) {
+        while let Some(&Reverse((t, i))) = self.heap.peek() {
+            let f = &self.flows[i as usize];
+            if f.pending && f.due == t {
+                return;
+            }
+            self.heap.pop();
+        }
     }
 }
 
 impl Source for Generator<'_> {
-    fn peek(&self) -> Option<Nanos> {
+    fn peek(&mut self) -> Option<Nanos> {
+        self.clean();
         self.heap.peek().map(|Reverse((t, _))| *t)
     }
 
     fn pop(&mut self) -> Option<Packet> {
+        self.clean();
         let Reverse((at, i)) = self.heap.pop()?;
         let f = self.flows[i as usize];
         let grp = &self.workload.groups[f.group as usize];
@@ -432,7 +459,11 @@ impl Source for Generator<'_> {
             }
             Process::Greedy { window } => {
                 let in_flight = f.in_flight + 1;
-                ((in_flight < window).then_some(f.clock), f.on_until, in_flight)
+                (
+                    (in_flight < window).then_some(f.clock),
+                    f.on_until,
+                    in_flight,
+                )
             }
         };
         let state = &mut self.flows[i as usize];
@@ -462,13 +493,15 @@ impl Source for Generator<'_> {
         let f = &mut self.flows[i as usize];
         if let Process::Greedy { .. } = self.workload.groups[f.group as usize].process {
             f.in_flight -= 1;
-            // A refused packet is lost to its flow; a greedy sender offers the next
-            // one a packet time later rather than at the same instant again.
+            // A greedy sender offers its refused bytes again one packet time later
+            // (not at the same instant, where it would be refused again), and
+            // holds back the rest of its window until then.
             if f.left != u64::MAX {
                 f.left += u64::from(pkt.len);
             }
-            if !f.pending {
-                let retry = now as f64 + f64::from(pkt.len.max(1)) * 8e9 / self.link_bps as f64;
+            let retry = now as f64 + f64::from(pkt.len.max(1)) * 8e9 / self.link_bps as f64;
+            if !f.pending || (f.due as f64) < retry {
+                f.pending = false;
                 self.reschedule(i, retry);
             }
         }
@@ -480,6 +513,7 @@ mod tests {
     use super::*;
 
     fn drain(g: &mut Generator<'_>, until: Nanos) -> Vec<Packet> {
+        use crate::run::Source as _;
         let mut out = Vec::new();
         while g.peek().is_some_and(|t| t < until) {
             out.push(g.pop().unwrap());
@@ -497,8 +531,24 @@ mod tests {
     fn constant_rate_is_exact_and_sorted() {
         let w = Workload {
             groups: vec![
-                FlowGroup::new("a", 2, 0, 1000, Process::Constant { rate_bps: 8_000_000 }),
-                FlowGroup::new("b", 1, 0, 500, Process::Constant { rate_bps: 4_000_000 }),
+                FlowGroup::new(
+                    "a",
+                    2,
+                    0,
+                    1000,
+                    Process::Constant {
+                        rate_bps: 8_000_000,
+                    },
+                ),
+                FlowGroup::new(
+                    "b",
+                    1,
+                    0,
+                    500,
+                    Process::Constant {
+                        rate_bps: 4_000_000,
+                    },
+                ),
             ],
             seed: 1,
         };
@@ -538,7 +588,13 @@ mod tests {
     #[test]
     fn greedy_flows_keep_their_window() {
         let w = Workload {
-            groups: vec![FlowGroup::new("g", 1, 0, 100, Process::Greedy { window: 4 })],
+            groups: vec![FlowGroup::new(
+                "g",
+                1,
+                0,
+                100,
+                Process::Greedy { window: 4 },
+            )],
             seed: 1,
         };
         let r = routes(&w);
@@ -550,15 +606,28 @@ mod tests {
         assert_eq!(g.peek(), Some(50));
         let p = g.pop().unwrap();
         g.on_dropped(&p, DropReason::QueueFull, 60);
-        // Retried one packet time (100 B at 1 Gbit/s = 800 ns) later.
+        // Retried one packet time (100 B at 1 Gbit/s = 800 ns) later, and the rest
+        // of the window waits too.
         assert_eq!(g.peek(), Some(860));
+        let p = g.pop().unwrap();
+        assert_eq!((p.arrival, p.len), (860, 100));
+        g.on_dropped(&p, DropReason::QueueFull, 860);
+        assert_eq!(g.peek(), Some(1660));
     }
 
     #[test]
     fn generation_is_deterministic() {
         let mk = |seed| Workload {
             groups: vec![
-                FlowGroup::new("p", 3, 0, 700, Process::Poisson { rate_bps: 50_000_000 }),
+                FlowGroup::new(
+                    "p",
+                    3,
+                    0,
+                    700,
+                    Process::Poisson {
+                        rate_bps: 50_000_000,
+                    },
+                ),
                 FlowGroup::new(
                     "o",
                     2,
@@ -584,10 +653,18 @@ mod tests {
         assert_ne!(run(7), run(8));
         let pkts = run(7);
         // Poisson at 50 Mbit/s per flow for 0.1 s: about 5 Mbit per flow.
-        let bits: u64 = pkts.iter().filter(|p| p.buffer < 3).map(|p| u64::from(p.len) * 8).sum();
+        let bits: u64 = pkts
+            .iter()
+            .filter(|p| p.buffer < 3)
+            .map(|p| u64::from(p.len) * 8)
+            .sum();
         assert!((bits as f64 / 15e6 - 1.0).abs() < 0.1, "{bits}");
         // On/off at 100 Mbit/s on a third of the time (heavy-tailed: loose bound).
-        let bits: u64 = pkts.iter().filter(|p| p.buffer >= 3).map(|p| u64::from(p.len) * 8).sum();
+        let bits: u64 = pkts
+            .iter()
+            .filter(|p| p.buffer >= 3)
+            .map(|p| u64::from(p.len) * 8)
+            .sum();
         assert!(bits > 0 && bits < 20_000_000, "{bits}");
     }
 }

@@ -155,8 +155,8 @@ fn id_rules_match_workload_packets_only() {
     // Id rules never match a frame.
     let key = udp_key(v4([10, 0, 0, 1]), v4([10, 0, 0, 2]), 53, 0);
     assert_eq!(rules.classify(&key), 3);
-    let s = spec("default = \"l0\"\n[[rule]]\nleaf = \"l1\"\nclass = 1\nprotocol = \"tcp\"")
-        .unwrap();
+    let s =
+        spec("default = \"l0\"\n[[rule]]\nleaf = \"l1\"\nclass = 1\nprotocol = \"tcp\"").unwrap();
     assert!(matches!(
         RuleSet::compile(&s.rules, &s.default, resolve),
         Err(RuleError::MixedConditions { rule: 1, .. })
