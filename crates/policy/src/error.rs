@@ -177,8 +177,32 @@ impl KeyIndex {
     pub(crate) fn error_at(&self, offset: usize, message: impl Into<String>) -> PolicyError {
         let key = self
             .path_at(offset)
-            .map_or_else(|| "(top level)".to_string(), |e| e.path.clone());
+            .map_or_else(|| self.key_on_line(offset), |e| e.path.clone());
         self.error(offset, &key, message)
+    }
+
+    /// For text that does not parse (no index): the key written on `offset`'s
+    /// line, under the last table header above it.
+    fn key_on_line(&self, offset: usize) -> String {
+        let offset = offset.min(self.text.len());
+        let start = self.text[..offset].rfind('\n').map_or(0, |i| i + 1);
+        let line = self.text[start..].lines().next().unwrap_or("");
+        let table = self.text[..start]
+            .lines()
+            .rev()
+            .map(str::trim)
+            .find(|l| l.starts_with('['))
+            .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim().to_string());
+        let key = line
+            .split_once('=')
+            .map(|(k, _)| k.trim().trim_matches('"').to_string())
+            .filter(|k| !k.is_empty() && !k.starts_with('['));
+        match (table, key) {
+            (Some(t), Some(k)) => format!("{t}.{k}"),
+            (None, Some(k)) => k,
+            (Some(t), None) => t,
+            (None, None) => "(top level)".to_string(),
+        }
     }
 
     /// A deserialization or syntax error from the `toml` crate.

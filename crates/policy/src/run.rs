@@ -92,6 +92,8 @@ pub struct NodeReport {
     pub limit_bps: Option<u64>,
     /// Configured burst of the limit.
     pub burst_bytes: Option<u64>,
+    /// Pacing rate of every flow of a per-flow leaf, if any.
+    pub flow_limit_bps: Option<u64>,
     /// Packets that entered its subtree (accepted or not).
     pub enqueued: u64,
     /// Packets that left it.
@@ -307,6 +309,7 @@ fn report(
             }),
             limit_bps: v.spec.limit.map(|l| l.rate),
             burst_bytes: v.spec.limit.map(|l| l.burst),
+            flow_limit_bps: v.spec.per_flow.and_then(|pf| pf.flow_limit).map(|l| l.rate),
             enqueued: v.counters.enqueued,
             dequeued: v.counters.dequeued,
             dropped: v.counters.dropped_total(),
