@@ -3,6 +3,7 @@
 
 use clap::{Args, Subcommand};
 
+mod policy;
 mod queues;
 mod sched;
 
@@ -26,6 +27,10 @@ pub enum BenchCommand {
     /// Fair-queueing schedulers: ns per enqueue/dequeue pair for NONE, FIFO, DRR,
     /// QFQ and WF2Q+ from 1 to 32768 flows (QFQ paper, Table 4).
     Sched(CommonOpts),
+    /// Policy trees: the most flows one core schedules at 10 Gbit/s with pFabric
+    /// and hClock on bucketed queues vs binary heaps, and the cost of pacing 20,000
+    /// flows with one timing-wheel shaper vs a comparison heap (Eiffel section 5.1).
+    Policy(CommonOpts),
 }
 
 /// An error a benchmark reports instead of results.
@@ -36,5 +41,6 @@ pub fn run(cmd: BenchCommand) -> Result<(), BenchError> {
     match cmd {
         BenchCommand::Queues(opts) => queues::run(&opts),
         BenchCommand::Sched(opts) => sched::run(&opts),
+        BenchCommand::Policy(opts) => policy::run(&opts),
     }
 }
