@@ -206,11 +206,9 @@ impl KeyIndex {
     }
 
     /// A deserialization or syntax error from the `toml` crate.
-    pub(crate) fn from_toml(&self, e: &toml::de::Error) -> PolicyError {
+    pub(crate) fn toml_error(&self, e: &toml::de::Error) -> PolicyError {
         let offset = e.span().map_or(0, |s| s.start);
         let message = e.message().trim().to_string();
-        // Errors about a table's contents (a missing key) point at its header:
-        // name the table.
         self.error_at(offset, message)
     }
 }

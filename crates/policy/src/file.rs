@@ -101,7 +101,7 @@ fn queue_names() -> String {
 }
 
 pub(crate) fn compile(index: &KeyIndex, text: &str) -> Result<Compiled, PolicyError> {
-    let file: PolicyFile = toml::from_str(text).map_err(|e| index.from_toml(&e))?;
+    let file: PolicyFile = toml::from_str(text).map_err(|e| index.toml_error(&e))?;
     let mut spec = TreeSpec::new(DEFAULT_CAPACITY);
     if let Some(c) = &file.capacity {
         spec.capacity = int_in(

@@ -120,7 +120,7 @@ impl WorkloadFile {
     /// Any mistake, as `FILE:LINE:COL: key `PATH`: message`.
     pub fn parse(text: &str, file_name: &str) -> Result<WorkloadFile, PolicyError> {
         let index = KeyIndex::new(file_name, text);
-        let file: File = toml::from_str(text).map_err(|e| index.from_toml(&e))?;
+        let file: File = toml::from_str(text).map_err(|e| index.toml_error(&e))?;
         let seed = match &file.seed {
             Some(s) => int(&index, s, "seed", 0, i64::MAX)? as u64,
             None => 1,
