@@ -4,6 +4,7 @@
 use clap::{Args, Subcommand};
 
 mod cq;
+mod policy;
 mod pspat;
 mod queues;
 mod sched;
@@ -35,6 +36,10 @@ pub enum BenchCommand {
     /// PSPAT (section 6): decisions/s against client threads, rate stability under
     /// overload and victim latency, PSPAT against the same scheduler behind one lock.
     Pspat(pspat::PspatOpts),
+    /// Policy trees: the most flows one core schedules at 10 Gbit/s with pFabric
+    /// and hClock on bucketed queues vs binary heaps, and the cost of pacing 20,000
+    /// flows with one timing-wheel shaper vs a comparison heap (Eiffel section 5.1).
+    Policy(CommonOpts),
 }
 
 /// An error a benchmark reports instead of results.
@@ -47,5 +52,6 @@ pub fn run(cmd: BenchCommand) -> Result<(), BenchError> {
         BenchCommand::Sched(opts) => sched::run(&opts),
         BenchCommand::Cq(opts) => cq::run(&opts),
         BenchCommand::Pspat(opts) => pspat::run(opts),
+        BenchCommand::Policy(opts) => policy::run(&opts),
     }
 }

@@ -242,8 +242,13 @@ fn build_sched(
     };
     match node.discipline {
         Discipline::Hclock => {
+            // The policy's queue type applies to both queues; the reservation
+            // queue's ranks are times, so its geometry stays its own.
             let rplan = plan(
-                &QueueChoice::AUTO,
+                &QueueChoice {
+                    kind: node.queue.kind,
+                    ..QueueChoice::AUTO
+                },
                 &QueueNeeds {
                     time_ranks: true,
                     ..needs
