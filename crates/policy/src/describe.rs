@@ -83,8 +83,8 @@ fn write_node(out: &mut String, policy: &Policy, tree: &PolicyTree, i: usize, de
     let pad = "  ".repeat(depth);
     let mut line = format!("{pad}{}", n.name);
     let kind = match (&view.discipline, view.is_leaf) {
-        (None, _) => format!("leaf (class {i}), fifo"),
-        (Some(d), true) => format!("per-flow leaf (class {i}), {d} over flows"),
+        (None, _) => format!("leaf (id {i}), fifo"),
+        (Some(d), true) => format!("per-flow leaf (id {i}), {d} over flows"),
         (Some(d), false) => d.clone(),
     };
     let _ = write!(line, ": {kind}");

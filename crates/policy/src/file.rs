@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use eiffel_net::classify::{ClassifySpec, RuleError, RuleSet};
 use eiffel_queue::QueueKind;
-use eiffel_sched::tree::spec::MAX_WEIGHT;
+use eiffel_sched::tree::spec::{CalendarParams, EdfRotation, MAX_WEIGHT};
 use eiffel_sched::tree::{Discipline, NodeSpec, PerFlow, QueueChoice, RateLimit, TreeSpec};
 use eiffel_sched::{ClassId, ConfigError, PolicyTree};
 use serde::Deserialize;
@@ -55,6 +55,78 @@ struct NodeFile {
     flow_limit: Option<Spanned<Rate>>,
     flow_burst: Option<Spanned<Size>>,
     flow_queue: Option<Spanned<i64>>,
+    days: Option<Spanned<toml::Value>>,
+    quantum: Option<Spanned<Size>>,
+    burst_allowance: Option<Spanned<Size>>,
+    period: Option<Spanned<Time>>,
+    rotation: Option<Spanned<String>>,
+    rate: Option<Spanned<Rate>>,
+    bucket: Option<Spanned<Size>>,
+}
+
+/// The key path of key `k` of node `i`.
+fn key(i: usize, k: &str) -> String {
+    format!("node[{i}].{k}")
+}
+
+/// Calendar-queue parameters of node `i` (validated against the discipline by
+/// `TreeSpec::validate`; only their syntax and units are checked here).
+fn calendar_params(
+    index: &KeyIndex,
+    n: &NodeFile,
+    i: usize,
+) -> Result<CalendarParams, PolicyError> {
+    let mut p = CalendarParams::default();
+    if let Some(d) = &n.days {
+        let bad = || {
+            at(
+                index,
+                d,
+                &key(i, "days"),
+                "days is a whole number of days (`days = 1024`) or one per level, finest first (`days = [16, 8, 8]`)",
+            )
+        };
+        let level = |v: &toml::Value| v.as_integer().filter(|&x| x > 0).map(|x| x as usize);
+        p.days = Some(match d.get_ref() {
+            toml::Value::Integer(_) => vec![level(d.get_ref()).ok_or_else(bad)?],
+            toml::Value::Array(levels) => levels
+                .iter()
+                .map(level)
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(bad)?,
+            _ => return Err(bad()),
+        });
+    }
+    if let Some(q) = &n.quantum {
+        let bytes = q.get_ref().get();
+        p.quantum = Some(u32::try_from(bytes).map_err(|_| {
+            at(
+                index,
+                q,
+                &key(i, "quantum"),
+                format!("quantum of {bytes} bytes is above {}", u32::MAX),
+            )
+        })?);
+    }
+    p.burst_allowance = n.burst_allowance.as_ref().map(|b| b.get_ref().get());
+    p.period = n.period.as_ref().map(|t| t.get_ref().get());
+    p.rate = n.rate.as_ref().map(|r| r.get_ref().get());
+    p.bucket = n.bucket.as_ref().map(|b| b.get_ref().get());
+    if let Some(r) = &n.rotation {
+        p.rotation = Some(match r.get_ref().as_str() {
+            "clock" => EdfRotation::Clock,
+            "on-empty" => EdfRotation::OnEmpty,
+            other => {
+                return Err(at(
+                    index,
+                    r,
+                    &key(i, "rotation"),
+                    format!("unknown rotation `{other}` (expected \"clock\" or \"on-empty\")"),
+                ))
+            }
+        });
+    }
+    Ok(p)
 }
 
 /// A compiled policy file.
@@ -151,7 +223,6 @@ pub(crate) fn compile(index: &KeyIndex, text: &str) -> Result<Compiled, PolicyEr
         return Err(index.error(0, "node", "a policy needs at least one [[node]]"));
     }
     let nodes = &file.node;
-    let key = |i: usize, k: &str| format!("node[{i}].{k}");
 
     // Names: present, unique.
     let mut by_name: HashMap<&str, usize> = HashMap::new();
@@ -485,6 +556,7 @@ pub(crate) fn compile(index: &KeyIndex, text: &str) -> Result<Compiled, PolicyEr
                 });
             }
         }
+        ns.calendar = calendar_params(index, n, i)?;
         spec.add(ns);
     }
     spec.validate()
@@ -612,9 +684,18 @@ fn config_error(index: &KeyIndex, spec: &TreeSpec, e: &ConfigError) -> PolicyErr
         .nodes
         .iter()
         .position(|n| msg.contains(&format!("{:?}", n.name)));
-    match node {
-        Some(i) => index.at_key(&format!("node[{i}].name"), msg),
-        None if msg.starts_with("shaper") => index.at_key("shaper", msg),
-        None => index.error(0, "node", msg),
+    // A message that names one of the node's keys in backquotes points at that key.
+    let named_key = node.and_then(|i| {
+        msg.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(|k| key(i, k))
+            .find(|k| index.span_of(k).is_some())
+    });
+    match (node, named_key) {
+        (Some(_), Some(k)) => index.at_key(&k, msg),
+        (Some(i), None) => index.at_key(&format!("node[{i}].name"), msg),
+        (None, _) if msg.starts_with("shaper") => index.at_key("shaper", msg),
+        (None, _) => index.error(0, "node", msg),
     }
 }

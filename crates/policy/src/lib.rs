@@ -46,7 +46,7 @@
 //! |---|---|---|
 //! | `name` | string, unique | the node's name (leaves are addressed by it) |
 //! | `parent` | a node name | absent for the root, present for every other node |
-//! | `discipline` | `fifo` (default), `strict`, `wfq` (= `stfq`), `edf`, `lstf`, `srpt`, `pfabric`, `hclock`, `qfq`, `drr`, `wf2q+` | how the node orders its children, or a per-flow leaf its flows |
+//! | `discipline` | `fifo` (default), `strict`, `wfq` (= `stfq`), `edf`, `lstf`, `srpt`, `pfabric`, `hclock`, `qfq`, `drr`, `wf2q+`, and the calendar-queue policies `cq-wfq`, `cq-wfq-burst`, `cq-edf`, `cq-policer` (= `cq-leaky-bucket`), `cq-pfabric-fair` | how the node orders its children, or a per-flow leaf its flows |
 //! | `weight` | integer 1..=65536 (default 1) | share at a weighted parent (`wfq`, `qfq`, `drr`, `wf2q+`, `hclock`) |
 //! | `priority` | integer 0..=63 (default 0) | level at a `strict` parent, 0 served first |
 //! | `reservation` | rate | guaranteed rate at an `hclock` parent |
@@ -57,6 +57,15 @@
 //! | `flows` | integer | makes a leaf per-flow: flow ids `0..flows`, each with its own FIFO |
 //! | `flow_limit`, `flow_burst` | rate, size | pacing applied to every flow of a per-flow leaf separately |
 //! | `flow_queue` | integer | most packets one flow may queue |
+//! | `days` | integer, or a list of integers finest first | `cq-*`: days of the calendar, or of each level of a hierarchical one (`[16, 8, 8]`) |
+//! | `quantum` | size | `cq-wfq`, `cq-wfq-burst`: bytes per round at weight 1 (the paper's BpR); `cq-pfabric-fair`: remaining bytes of the current day |
+//! | `burst_allowance` | size | `cq-wfq-burst`: bytes a new or returning unit may send ahead of its share |
+//! | `period` | duration | `cq-edf`, `cq-policer`: the length of a day |
+//! | `rotation` | `"clock"` (default) or `"on-empty"` | `cq-edf`: head follows the clock, or the paper's Fig. 3 rotation with skew correction |
+//! | `rate`, `bucket` | rate, size | `cq-policer`: each unit's rate and bucket at weight 1 (scaled by weight); packets beyond the bucket are dropped as `policer` |
+//!
+//! The calendar parameters are described with their defaults and ranges on
+//! [`eiffel_sched::tree::spec::CalendarParams`].
 //!
 //! Rates, sizes and durations are strings with units ([`units`]): `"7Mbit"`,
 //! `"1500B"`, `"64KiB"`, `"2s"`. The `[classify]` section is `eiffel-net`'s

@@ -354,3 +354,53 @@ fn unreadable_file() {
     assert!(matches!(err, PolicyError::Io { .. }));
     assert!(err.to_string().starts_with("/nonexistent/policy.toml: "));
 }
+
+#[test]
+fn calendar_parameters() {
+    const CQ: &str = "[[node]]\nname = \"root\"\ndiscipline = \"cq-wfq\"\n\n[[node]]\nname = \"a\"\nparent = \"root\"\n";
+    // A size without units.
+    refused(
+        &format!("{CQ}[[node]]\nname = \"b\"\nparent = \"root\"\nquantum = 1500\n"),
+        11,
+        "node[2].quantum",
+        "no unit",
+    );
+    refused(
+        "[[node]]\nname = \"root\"\ndiscipline = \"cq-wfq\"\nquantum = 1500\n[[node]]\nname = \"a\"\nparent = \"root\"\n",
+        4,
+        "node[0].quantum",
+        "no unit",
+    );
+    // A calendar parameter on a node that does not run a calendar.
+    refused(
+        &format!("{HEAD}[[node]]\nname = \"b\"\nparent = \"root\"\n[[node]]\nname = \"c\"\nparent = \"b\"\nperiod = \"10us\"\n"),
+        14,
+        "node[3].period",
+        "calendar-queue parameter",
+    );
+    // A parameter the discipline does not read, on the calendar node itself.
+    refused(
+        "[[node]]\nname = \"root\"\ndiscipline = \"cq-wfq\"\nrate = \"10Mbit\"\n[[node]]\nname = \"a\"\nparent = \"root\"\n",
+        4,
+        "node[0].rate",
+        "does not apply to cq-wfq",
+    );
+    refused(
+        "[[node]]\nname = \"root\"\ndiscipline = \"cq-edf\"\nrotation = \"sideways\"\n[[node]]\nname = \"a\"\nparent = \"root\"\n",
+        4,
+        "node[0].rotation",
+        "unknown rotation `sideways`",
+    );
+    refused(
+        "[[node]]\nname = \"root\"\ndiscipline = \"cq-wfq\"\ndays = [16, 0]\n[[node]]\nname = \"a\"\nparent = \"root\"\n",
+        4,
+        "node[0].days",
+        "days is a whole number",
+    );
+    refused(
+        "[[node]]\nname = \"root\"\ndiscipline = \"cq-policer\"\nperiod = \"10us\"\n[[node]]\nname = \"a\"\nparent = \"root\"\n",
+        2,
+        "node[0].name",
+        "needs a `rate`",
+    );
+}

@@ -516,3 +516,83 @@ fn the_built_in_demo_runs_and_reports_consistent_json() {
     assert_eq!(a.series.len(), 4);
     assert!(a.series.iter().all(|s| s.rates_bps.len() == 100));
 }
+
+fn flow<'a>(r: &'a RunReport, name: &str) -> &'a eiffel_policy::run::FlowReport {
+    r.flows
+        .iter()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| panic!("no flow group {name}"))
+}
+
+/// Runs a calendar-queue example with invariant checks and the accounting check.
+fn run_cq(name: &str) -> RunReport {
+    let (policy, w) = example(name);
+    let mut inv = Invariants { sent: 0 };
+    let report = run_with(&policy, &w, RunOptions::from_workload(&w), |_| {}, &mut inv);
+    accounts(&report);
+    assert!(inv.sent > 1_000, "{name}: only {} packets sent", inv.sent);
+    report
+}
+
+#[test]
+fn cq_wfq_shares_follow_weights() {
+    let r = run_cq("cq-wfq");
+    within("web", node(&r, "root/web").throughput_bps, 750e6, 0.02);
+    within("bulk", node(&r, "root/bulk").throughput_bps, 250e6, 0.02);
+}
+
+#[test]
+fn cq_edf_meets_the_deadlines_it_can() {
+    let r = run_cq("cq-edf");
+    // Control at top priority, then 3.5 Mbit/s of deadline traffic on a 100 Mbit/s
+    // link: every deadline class keeps its p99 well within its deadline.
+    assert!(flow(&r, "urgent").latency.p99_latency_ns < 2_000_000);
+    assert!(flow(&r, "relaxed").latency.p99_latency_ns < 10_000_000);
+    assert!(flow(&r, "urgent").latency.p99_latency_ns < flow(&r, "relaxed").latency.p99_latency_ns);
+}
+
+#[test]
+fn cq_pfabric_fair_finishes_short_flows_without_starving_long_ones() {
+    let r = run_cq("cq-pfabric-fair");
+    let short = flow(&r, "short");
+    let done = short.fct.as_ref().expect("finite flows report completions");
+    assert_eq!(done.completed, done.flows, "every short flow completes");
+    assert!(
+        flow(&r, "long").throughput_bps > 1e9,
+        "long flows keep a share"
+    );
+}
+
+#[test]
+fn cq_policer_holds_each_unit_to_its_rate_and_counts_drops() {
+    let r = run_cq("cq-policer");
+    // Ten tenant flows policed at 20 Mbit/s each, gold (weight 4) and silver at
+    // 50 Mbit/s per unit of weight: the excess is dropped and counted.
+    within(
+        "tenants",
+        node(&r, "root/tenants").throughput_bps,
+        200e6,
+        0.01,
+    );
+    within(
+        "gold",
+        node(&r, "root/classes/gold").throughput_bps,
+        200e6,
+        0.01,
+    );
+    within(
+        "silver",
+        node(&r, "root/classes/silver").throughput_bps,
+        50e6,
+        0.01,
+    );
+    for g in ["tenant", "gold", "silver"] {
+        let f = flow(&r, g);
+        assert_eq!(
+            f.drops.get("policer").copied().unwrap_or(0),
+            f.dropped,
+            "{g}: every drop is a policer drop"
+        );
+        assert!(f.dropped > 0, "{g} offers more than its rate");
+    }
+}

@@ -331,7 +331,10 @@ impl<T, I: BucketIndex> PriorityQueue<T> for Circular<T, I> {
         self.rotate_if_primary_empty();
         let p = self.primary;
         let b = self.halves[p].first_for_pop()?;
-        let (rank, item, now_empty) = self.store.pop_front(self.list(p, b)).expect("index points at a non-empty bucket");
+        let (rank, item, now_empty) = self
+            .store
+            .pop_front(self.list(p, b))
+            .expect("index points at a non-empty bucket");
         self.counts[p] -= 1;
         if now_empty {
             self.halves[p].clear(b);
