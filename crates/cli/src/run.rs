@@ -37,6 +37,10 @@ pub struct RunArgs {
     /// Write rates over time per leaf as an SVG chart.
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
+    /// Also run the same workload (same seed, link and duration) through this
+    /// policy and compare the flow groups side by side; may be repeated.
+    #[arg(long, value_name = "POLICY")]
+    pub compare: Vec<PathBuf>,
 }
 
 fn parse_rate(s: &str) -> Result<u64, String> {
@@ -104,6 +108,40 @@ pub fn run(args: &RunArgs) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(s) = args.seed {
         opts.seed = s;
     }
+    let others = args
+        .compare
+        .iter()
+        .map(Policy::load)
+        .collect::<Result<Vec<_>, _>>()?;
+    let report = run_one(&policy, &workload, opts);
+    let compared: Vec<RunReport> = others.iter().map(|p| run_one(p, &workload, opts)).collect();
+    if let Some(path) = &args.plot {
+        plot(&report, path)?;
+    }
+    if args.json {
+        if compared.is_empty() {
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        } else {
+            let runs: Vec<&RunReport> = std::iter::once(&report).chain(&compared).collect();
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&serde_json::json!({ "runs": runs }))?
+            );
+        }
+    } else {
+        print!("{}", render(&report));
+        if !compared.is_empty() {
+            print!("\n{}", render_comparison(&report, &compared));
+        }
+        if let Some(path) = &args.plot {
+            println!("rates over time written to {}", path.display());
+        }
+    }
+    Ok(())
+}
+
+/// Runs `workload` through `policy`, with a progress bar on a terminal.
+fn run_one(policy: &Policy, workload: &WorkloadFile, opts: RunOptions) -> RunReport {
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = ProgressBar::new(opts.duration / 1_000_000);
         bar.set_style(
@@ -113,7 +151,7 @@ pub fn run(args: &RunArgs) -> Result<(), Box<dyn std::error::Error>> {
         bar
     });
     let progress = bar.clone();
-    let report = eiffel_policy::run(&policy, &workload, opts, move |now| {
+    let report = eiffel_policy::run(policy, workload, opts, move |now| {
         if let Some(b) = &progress {
             b.set_position(now / 1_000_000);
         }
@@ -121,18 +159,51 @@ pub fn run(args: &RunArgs) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    if let Some(path) = &args.plot {
-        plot(&report, path)?;
-    }
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", render(&report));
-        if let Some(path) = &args.plot {
-            println!("rates over time written to {}", path.display());
+    report
+}
+
+/// The flow groups of several runs of one workload, side by side.
+#[must_use]
+pub fn render_comparison(first: &RunReport, others: &[RunReport]) -> String {
+    let mut out = String::from("comparison (same workload, seed, link and duration):\n");
+    let mut t = Table::new([
+        "flow",
+        "policy",
+        "throughput",
+        "p99",
+        "fct done",
+        "fct mean",
+        "fct p50",
+        "fct p99",
+    ]);
+    for f in &first.flows {
+        for r in std::iter::once(first).chain(others) {
+            let Some(g) = r.flows.iter().find(|g| g.name == f.name) else {
+                continue;
+            };
+            let (done, mean, p50, p99) = match &g.fct {
+                Some(c) => (
+                    format!("{}/{}", c.completed, c.flows),
+                    latency(c.mean_ns as u64),
+                    latency(c.p50_ns),
+                    latency(c.p99_ns),
+                ),
+                None => ("-".into(), "-".into(), "-".into(), "-".into()),
+            };
+            t.row([
+                g.name.clone(),
+                r.policy.clone(),
+                fmt_rate(g.throughput_bps),
+                latency(g.latency.p99_latency_ns),
+                done,
+                mean,
+                p50,
+                p99,
+            ]);
         }
     }
-    Ok(())
+    out.push_str(&t.render());
+    out
 }
 
 fn latency(ns: u64) -> String {

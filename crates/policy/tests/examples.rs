@@ -596,3 +596,49 @@ fn cq_policer_holds_each_unit_to_its_rate_and_counts_drops() {
         assert!(f.dropped > 0, "{g} offers more than its rate");
     }
 }
+
+/// The calendar-queue paper's Fig. 9 shape: the burst allowance shortens short
+/// flows' completion times among long flows, without changing the long flows'
+/// throughput; without it, cq-wfq behaves like exact WFQ.
+#[test]
+fn fig9_burst_allowance_speeds_up_short_flows() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let (burst, w) = example("fig9-burst");
+    let plain = Policy::load(root.join("policies/fig9-cq.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let exact = Policy::load(root.join("policies/fig9-wfq.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let opts = RunOptions::from_workload(&w);
+    let run = |p: &Policy| {
+        let mut inv = Invariants { sent: 0 };
+        let r = run_with(p, &w, opts, |_| {}, &mut inv);
+        accounts(&r);
+        r
+    };
+    let (b, c, e) = (run(&burst), run(&plain), run(&exact));
+    let mean_fct = |r: &RunReport| {
+        let f = flow(r, "short")
+            .fct
+            .as_ref()
+            .expect("short flows are finite");
+        assert_eq!(
+            f.completed, f.flows,
+            "{}: every short flow completes",
+            r.policy
+        );
+        f.mean_ns
+    };
+    assert!(
+        mean_fct(&b) * 4.0 < mean_fct(&c),
+        "burst {} vs plain {}",
+        mean_fct(&b),
+        mean_fct(&c)
+    );
+    within("cq-wfq vs exact wfq", mean_fct(&c), mean_fct(&e), 0.05);
+    for r in [&c, &e] {
+        within(
+            "long flows keep their throughput",
+            flow(&b, "long").throughput_bps,
+            flow(r, "long").throughput_bps,
+            0.01,
+        );
+    }
+}
