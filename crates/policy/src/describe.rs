@@ -40,7 +40,8 @@ fn limited_units(spec: &TreeSpec) -> u64 {
 pub fn describe(policy: &Policy, tree: &PolicyTree) -> String {
     let spec = policy.spec();
     let mut out = String::new();
-    let leaves = (0..spec.nodes.len()).filter(|&i| spec.is_leaf(i)).count();
+    let kids = spec.child_lists();
+    let leaves = kids.iter().filter(|k| k.is_empty()).count();
     let _ = writeln!(
         out,
         "policy {}: {} nodes, {} leaves, capacity {} packets, mtu {}",
@@ -52,7 +53,7 @@ pub fn describe(policy: &Policy, tree: &PolicyTree) -> String {
     );
     let _ = writeln!(out, "\ntree:");
     let root = spec.root().expect("validated");
-    write_node(&mut out, policy, tree, root, 1);
+    write_node(&mut out, policy, tree, &kids, root, 1);
     let _ = writeln!(
         out,
         "\nshaper: one timing wheel for the whole tree, {} slots over {}: precision {}; {} limited units",
@@ -76,7 +77,14 @@ pub fn describe(policy: &Policy, tree: &PolicyTree) -> String {
     out
 }
 
-fn write_node(out: &mut String, policy: &Policy, tree: &PolicyTree, i: usize, depth: usize) {
+fn write_node(
+    out: &mut String,
+    policy: &Policy,
+    tree: &PolicyTree,
+    kids: &[Vec<usize>],
+    i: usize,
+    depth: usize,
+) {
     let spec = policy.spec();
     let view = tree.node(i);
     let n = view.spec;
@@ -138,7 +146,7 @@ fn write_node(out: &mut String, policy: &Policy, tree: &PolicyTree, i: usize, de
     for (q, name) in view.queues.iter().zip(names) {
         let _ = writeln!(out, "{pad}    {name}: {}", plan(q));
     }
-    for c in spec.children(i) {
-        write_node(out, policy, tree, c, depth + 1);
+    for &c in &kids[i] {
+        write_node(out, policy, tree, kids, c, depth + 1);
     }
 }

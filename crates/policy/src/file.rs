@@ -564,10 +564,13 @@ pub(crate) fn compile(index: &KeyIndex, text: &str) -> Result<Compiled, PolicyEr
     PolicyTree::new(spec.clone()).map_err(|e| config_error(index, &spec, &e))?;
 
     // Classification.
-    let leaves: Vec<usize> = (0..spec.nodes.len()).filter(|&i| spec.is_leaf(i)).collect();
+    let kids = spec.child_lists();
+    let leaves: Vec<usize> = (0..spec.nodes.len())
+        .filter(|&i| kids[i].is_empty())
+        .collect();
     let resolve = |name: &str| {
         spec.find(name)
-            .filter(|&i| spec.is_leaf(i))
+            .filter(|&i| kids[i].is_empty())
             .map(|i| i as ClassId)
     };
     let classify = match file.classify {

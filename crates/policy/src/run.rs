@@ -279,7 +279,7 @@ fn report(
     let mut node_latency: Vec<Histogram<u64>> = (0..tree.len())
         .map(|_| eiffel_sim::metrics::histogram())
         .collect();
-    for leaf in (0..tree.len()).filter(|&i| spec.is_leaf(i)) {
+    for leaf in (0..tree.len()).filter(|&i| tree.node(i).is_leaf) {
         let mut cur = Some(leaf);
         while let Some(n) = cur {
             node_latency[n]
@@ -370,7 +370,7 @@ fn report(
         queued: tree.backlog().packets,
     };
     let series = (0..tree.len())
-        .filter(|&i| spec.is_leaf(i))
+        .filter(|&i| tree.node(i).is_leaf)
         .map(|i| LeafSeries {
             path: tree.node(i).path,
             rates_bps: m.leaves[i]

@@ -299,10 +299,17 @@ impl PolicyTree {
             .sum();
         let shaper = Shaper::new(spec.shaper, limited)?;
         let slack = shaper.granularity();
+        let kids = spec.child_lists();
+        let mut slots = vec![0u32; spec.nodes.len()];
+        for list in &kids {
+            for (slot, &c) in list.iter().enumerate() {
+                slots[c] = slot as u32;
+            }
+        }
         for (i, ns) in spec.nodes.iter().enumerate() {
-            let children: Vec<usize> = spec.children(i).collect();
+            let children = &kids[i];
             let (kind, node_plans) = if !children.is_empty() {
-                let units = child_units(&spec, &children);
+                let units = child_units(&spec, children);
                 let (sched, p) = build_sched(&spec, i, units, false, slack)?;
                 let children = children.iter().map(|&c| c as u32).collect();
                 (Kind::Internal { children, sched }, p)
@@ -336,11 +343,7 @@ impl PolicyTree {
                 (Kind::Leaf { fifo: List::new() }, Vec::new())
             };
             let parent = ns.parent.map_or(NONE, |p| p as u32);
-            let slot = ns.parent.map_or(0, |p| {
-                spec.children(p)
-                    .position(|c| c == i)
-                    .expect("child of its parent") as u32
-            });
+            let slot = slots[i];
             nodes.push(Node {
                 parent,
                 slot,
@@ -391,7 +394,7 @@ impl PolicyTree {
     #[must_use]
     pub fn leaf(&self, name: &str) -> Option<ClassId> {
         let i = self.spec.find(name)?;
-        self.spec.is_leaf(i).then_some(i as ClassId)
+        (!matches!(self.nodes[i].kind, Kind::Internal { .. })).then_some(i as ClassId)
     }
 
     /// Number of nodes.

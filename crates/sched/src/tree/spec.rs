@@ -464,7 +464,21 @@ impl TreeSpec {
         self.nodes.iter().position(|n| n.name == name)
     }
 
-    /// Children of node `i`, in declaration order.
+    /// The children of every node, in declaration order: one O(n) pass (the way
+    /// to walk the whole tree; [`Self::children`] scans all nodes per call).
+    /// Parents out of range are ignored (see [`Self::validate`]).
+    #[must_use]
+    pub fn child_lists(&self) -> Vec<Vec<usize>> {
+        let mut kids = vec![Vec::new(); self.nodes.len()];
+        for (c, n) in self.nodes.iter().enumerate() {
+            if let Some(p) = n.parent.filter(|&p| p < kids.len()) {
+                kids[p].push(c);
+            }
+        }
+        kids
+    }
+
+    /// Children of node `i`, in declaration order (O(n): scans every node).
     pub fn children(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
         self.nodes
             .iter()
@@ -473,7 +487,7 @@ impl TreeSpec {
             .map(|(c, _)| c)
     }
 
-    /// Whether node `i` has no children.
+    /// Whether node `i` has no children (O(n): scans every node).
     #[must_use]
     pub fn is_leaf(&self, i: usize) -> bool {
         self.children(i).next().is_none()
@@ -517,11 +531,13 @@ impl TreeSpec {
                 roots.len()
             ));
         }
+        let kids = self.child_lists();
+        let mut names = std::collections::HashSet::with_capacity(self.nodes.len());
         for (i, n) in self.nodes.iter().enumerate() {
             if n.name.is_empty() {
                 return invalid(format!("node {i} has an empty name"));
             }
-            if self.nodes[..i].iter().any(|m| m.name == n.name) {
+            if !names.insert(n.name.as_str()) {
                 return invalid(format!("duplicate node name {:?}", n.name));
             }
             if let Some(p) = n.parent {
@@ -549,7 +565,7 @@ impl TreeSpec {
                 return invalid(format!("node {:?}: reservation must be positive", n.name));
             }
             if let Some(pf) = n.per_flow {
-                if !self.is_leaf(i) {
+                if !kids[i].is_empty() {
                     return invalid(format!(
                         "node {:?}: per-flow settings belong on a leaf, but it has children",
                         n.name
@@ -565,7 +581,7 @@ impl TreeSpec {
                     n.name
                 ));
             }
-            if !self.is_leaf(i)
+            if !kids[i].is_empty()
                 && matches!(
                     n.discipline,
                     Discipline::Pfabric | Discipline::CqPfabricFair
