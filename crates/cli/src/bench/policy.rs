@@ -411,14 +411,18 @@ fn largest(records: &[Record], case: &'static str, queue: &str) -> Option<Record
 /// Runs the benchmark.
 pub fn run(opts: &CommonOpts) -> Result<(), BenchError> {
     let (packets, pf_flows, hc_leaves): (u64, &[u32], &[u32]) = if opts.quick {
-        (300_000, &[256, 4_096, 65_536, 262_144], &[64, 512, 4_096])
+        (
+            300_000,
+            &[256, 4_096, 65_536, 262_144],
+            &[64, 512, 4_096, 32_768],
+        )
     } else {
         (
             2_000_000,
             &[
                 64, 256, 1_024, 4_096, 16_384, 65_536, 262_144, 1_048_576, 2_097_152,
             ],
-            &[64, 256, 1_024, 4_096, 16_384],
+            &[64, 256, 1_024, 4_096, 16_384, 65_536, 262_144, 1_048_576],
         )
     };
     let mut records = Vec::new();

@@ -89,14 +89,15 @@ struct FlowLeaf {
     minima: Option<MinPool>,
 }
 
-// NB: internal nodes carry their discipline inline (one cache-line walk less per
-// level than a boxed one); leaves are few enough that the unused space is noise.
-#[allow(clippy::large_enum_variant)]
+// NB: an internal node's discipline (a queue, several hundred bytes) is boxed so
+// that leaves stay small: a policy may have a million leaves (hClock over many
+// VMs), and the box is one pointer to a stable allocation that stays in cache
+// for the few internal nodes a packet's path visits.
 #[derive(Debug)]
 enum Kind {
     Internal {
         children: Vec<u32>,
-        sched: NodeSched,
+        sched: Box<NodeSched>,
     },
     Leaf {
         fifo: List,
@@ -312,7 +313,13 @@ impl PolicyTree {
                 let units = child_units(&spec, children);
                 let (sched, p) = build_sched(&spec, i, units, false, slack)?;
                 let children = children.iter().map(|&c| c as u32).collect();
-                (Kind::Internal { children, sched }, p)
+                (
+                    Kind::Internal {
+                        children,
+                        sched: Box::new(sched),
+                    },
+                    p,
+                )
             } else if let Some(pf) = ns.per_flow {
                 let units = vec![
                     Unit {
@@ -445,7 +452,7 @@ impl PolicyTree {
         let node = &self.nodes[i];
         let sched = match &node.kind {
             Kind::Leaf { .. } => None,
-            Kind::Internal { sched, .. } => Some(sched),
+            Kind::Internal { sched, .. } => Some(&**sched),
             Kind::Flows(fl) => Some(&fl.sched),
         };
         let discipline = sched.map(sched_name);
@@ -875,20 +882,14 @@ fn sched_stats(s: &NodeSched) -> Vec<QueueStats> {
 /// The queue kind a ranked node ended up with (for tests and reports).
 #[must_use]
 pub fn node_queue_kind(tree: &PolicyTree, i: usize) -> Option<QueueKind> {
-    match &tree.nodes[i].kind {
-        Kind::Internal {
-            sched: NodeSched::Ranked(r),
-            ..
-        } => Some(r.kind()),
-        Kind::Internal {
-            sched: NodeSched::Calendar(_),
-            ..
-        } => Some(QueueKind::Calendar),
-        Kind::Flows(fl) => match &fl.sched {
-            NodeSched::Ranked(r) => Some(r.kind()),
-            NodeSched::Calendar(_) => Some(QueueKind::Calendar),
-            _ => None,
-        },
+    let sched = match &tree.nodes[i].kind {
+        Kind::Internal { sched, .. } => &**sched,
+        Kind::Flows(fl) => &fl.sched,
+        Kind::Leaf { .. } => return None,
+    };
+    match sched {
+        NodeSched::Ranked(r) => Some(r.kind()),
+        NodeSched::Calendar(_) => Some(QueueKind::Calendar),
         _ => None,
     }
 }
