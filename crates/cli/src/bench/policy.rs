@@ -236,11 +236,9 @@ impl<Q: PriorityQueue<u32>> FlowQueue for Handled<Q> {
                 debug_assert!(moved.is_ok());
             }
             None => {
-                let h = self
-                    .queue
-                    .insert(rank, flow)
-                    .ok()
-                    .expect("one entry per flow");
+                let Ok(h) = self.queue.insert(rank, flow) else {
+                    unreachable!("the flow queue holds one entry per flow");
+                };
                 self.handles[flow as usize] = Some(h);
             }
         }
