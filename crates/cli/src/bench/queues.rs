@@ -51,6 +51,9 @@ struct Record {
     miss_rate: Option<f64>,
     /// Fig. 14: mean linear-search distance over the misses.
     mean_search_distance: Option<f64>,
+    /// Fig. 14: the approximate queue's look-back window in buckets (0: the
+    /// paper's algorithm).
+    lookback: Option<u32>,
 }
 
 impl Record {
@@ -75,6 +78,7 @@ impl Record {
             max_error_buckets: None,
             miss_rate: None,
             mean_search_distance: None,
+            lookback: None,
         }
     }
 }
@@ -250,12 +254,37 @@ fn fig13(plan: &Plan, rng: &mut SmallRng, out: &mut Vec<Record>) -> Result<(), B
     Ok(())
 }
 
+/// Look-back windows of the error experiment: the paper's algorithm and a 64-bucket
+/// look-back.
+const LOOKBACKS: [u32; 2] = [0, 64];
+
 fn fig14(plan: &Plan, rng: &mut SmallRng, out: &mut Vec<Record>) -> Result<(), BenchError> {
     for &buckets in &plan.bucket_counts {
         for &occ in &plan.occupancies {
             let occupied = occupied_buckets(buckets, occ, rng);
             let ranks = workload(&occupied, 1, rng);
-            let mut q = ApproxGradient::<u32>::new(QueueConfig::new(buckets, ranks.len()))?;
+            for lookback in LOOKBACKS {
+                fig14_point(buckets, occ, lookback, &ranks, out)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One point of Fig. 14: fill with `ranks`, drain, compare every pop with the
+/// true minimum.
+fn fig14_point(
+    buckets: usize,
+    occ: f64,
+    lookback: u32,
+    ranks: &[u64],
+    out: &mut Vec<Record>,
+) -> Result<(), BenchError> {
+    {
+        {
+            let mut q = ApproxGradient::<u32>::new(
+                QueueConfig::new(buckets, ranks.len()).lookback(lookback),
+            )?;
             let mut truth = HierBitmap::new(buckets);
             let mut count = vec![0u32; buckets];
             for (i, &r) in ranks.iter().enumerate() {
@@ -336,10 +365,14 @@ fn print_tables(records: &[Record]) {
         }
     }
     println!("{}", t.render());
-    println!("Fig. 14: approx_gradient error against empty buckets (error = popped bucket - true minimum)");
+    println!(
+        "Fig. 14: approx_gradient error against empty buckets (error = popped bucket - true minimum); \
+         look-back 0 is the paper's algorithm"
+    );
     let mut t = Table::new([
         "buckets",
         "empty",
+        "look-back",
         "wrong pops",
         "mean error",
         "max error",
@@ -350,6 +383,7 @@ fn print_tables(records: &[Record]) {
         t.row([
             r.buckets.to_string(),
             fmt_f(1.0 - r.occupancy, 2),
+            r.lookback.unwrap_or(0).to_string(),
             r.error_rate
                 .map_or(String::new(), |x| format!("{:.2}%", 100.0 * x)),
             r.mean_error_buckets.map_or(String::new(), |x| fmt_f(x, 3)),
