@@ -280,51 +280,47 @@ fn fig14_point(
     ranks: &[u64],
     out: &mut Vec<Record>,
 ) -> Result<(), BenchError> {
-    {
-        {
-            let mut q = ApproxGradient::<u32>::new(
-                QueueConfig::new(buckets, ranks.len()).lookback(lookback),
-            )?;
-            let mut truth = HierBitmap::new(buckets);
-            let mut count = vec![0u32; buckets];
-            for (i, &r) in ranks.iter().enumerate() {
-                if q.insert(r, i as u32).is_err() {
-                    unreachable!("queue sized for the workload");
-                }
-                if count[r as usize] == 0 {
-                    truth.set(r as usize);
-                }
-                count[r as usize] += 1;
-            }
-            let (mut wrong, mut sum, mut max, mut pops) = (0u64, 0u64, 0u64, 0u64);
-            while let Some((r, _)) = q.pop_min() {
-                let min = truth.first().ok_or("reference lost track of the queue")?;
-                let err = r - min as u64;
-                pops += 1;
-                if err > 0 {
-                    wrong += 1;
-                }
-                sum += err;
-                max = max.max(err);
-                count[r as usize] -= 1;
-                if count[r as usize] == 0 {
-                    truth.clear(r as usize);
-                }
-            }
-            let s = q.stats().approx;
-            let mut rec = Record::new("error", "approx_gradient", buckets, 1.0, occ, 0.0);
-            rec.error_rate = Some(wrong as f64 / pops as f64);
-            rec.mean_error_buckets = Some(sum as f64 / pops as f64);
-            rec.max_error_buckets = Some(max);
-            rec.miss_rate = Some(s.misses as f64 / s.lookups.max(1) as f64);
-            rec.mean_search_distance = Some(if s.misses == 0 {
-                0.0
-            } else {
-                s.miss_distance as f64 / s.misses as f64
-            });
-            out.push(rec);
+    let cfg = QueueConfig::new(buckets, ranks.len()).lookback(lookback);
+    let mut q = ApproxGradient::<u32>::new(cfg)?;
+    let mut truth = HierBitmap::new(buckets);
+    let mut count = vec![0u32; buckets];
+    for (i, &r) in ranks.iter().enumerate() {
+        if q.insert(r, i as u32).is_err() {
+            unreachable!("queue sized for the workload");
+        }
+        if count[r as usize] == 0 {
+            truth.set(r as usize);
+        }
+        count[r as usize] += 1;
+    }
+    let (mut wrong, mut sum, mut max, mut pops) = (0u64, 0u64, 0u64, 0u64);
+    while let Some((r, _)) = q.pop_min() {
+        let min = truth.first().ok_or("reference lost track of the queue")?;
+        let err = r - min as u64;
+        pops += 1;
+        if err > 0 {
+            wrong += 1;
+        }
+        sum += err;
+        max = max.max(err);
+        count[r as usize] -= 1;
+        if count[r as usize] == 0 {
+            truth.clear(r as usize);
         }
     }
+    let s = q.stats().approx;
+    let mut rec = Record::new("error", "approx_gradient", buckets, 1.0, occ, 0.0);
+    rec.error_rate = Some(wrong as f64 / pops as f64);
+    rec.mean_error_buckets = Some(sum as f64 / pops as f64);
+    rec.max_error_buckets = Some(max);
+    rec.miss_rate = Some(s.misses as f64 / s.lookups.max(1) as f64);
+    rec.mean_search_distance = Some(if s.misses == 0 {
+        0.0
+    } else {
+        s.miss_distance as f64 / s.misses as f64
+    });
+    rec.lookback = Some(lookback);
+    out.push(rec);
     Ok(())
 }
 
