@@ -837,6 +837,35 @@ impl<T> Calendar<T> {
         true
     }
 
+    /// Performs the rotation [`dequeue`](Self::dequeue) performs before serving,
+    /// without serving: a logical calendar whose head day is empty moves its head
+    /// to the earliest non-empty day; a physical one follows its clock as
+    /// [`advance`](Self::advance) does. Returns the days the head advanced (0 if
+    /// the head day holds elements, or nothing is queued).
+    ///
+    /// A policy that peeks at the calendar instead of dequeueing (one whose queue
+    /// entries stay queued across services, as a scheduler's per-flow entries do)
+    /// calls this after each change so that the head day is always the day being
+    /// served, and the round number it reads from [`head_day`](Self::head_day) is
+    /// current.
+    pub fn rotate_to_next(&mut self) -> u64 {
+        let from = self.head;
+        match self.rotation {
+            Rotation::Logical => {
+                if self.store.list_is_empty(self.head_slot) && self.store.len() > 0 {
+                    self.settle(self.max_day);
+                }
+            }
+            Rotation::Physical { .. } => {
+                let clock_day = self.clock_day();
+                if self.head < clock_day {
+                    self.settle(clock_day);
+                }
+            }
+        }
+        self.head - from
+    }
+
     // ----- Placement --------------------------------------------------------------
 
     /// The day an element of day `day` is filed in, or `None` if refused; counts
@@ -1357,6 +1386,37 @@ mod tests {
         cq.enqueue(15, 'd').unwrap();
         cq.check_invariants();
         assert_eq!(cq.dequeue(), Some((24, 'd')));
+    }
+
+    #[test]
+    fn rotate_to_next_rotates_as_dequeue_would_without_serving() {
+        let mut cq = Calendar::new(CalendarConfig::hierarchical(&[4, 4], 16)).unwrap();
+        assert_eq!(cq.rotate_to_next(), 0, "an empty calendar does not rotate");
+        let far = cq.enqueue(9, 'f').unwrap();
+        cq.enqueue(2, 'n').unwrap();
+        assert_eq!(cq.rotate_to_next(), 2);
+        assert_eq!(cq.head_day(), 2);
+        assert_eq!(cq.rotate_to_next(), 0, "the head day holds an element");
+        assert_eq!(cq.dequeue(), Some((2, 'n')));
+        // Day 9 sits at level 1: the rotation stops at its block and moves it down.
+        assert_eq!(cq.rotate_to_next(), 7);
+        assert_eq!(cq.level_of(far), Some(0));
+        assert_eq!(cq.calendar_stats().rotations, 9);
+        cq.check_invariants();
+        // A physical calendar follows its clock, never past a non-empty day.
+        let cfg = CalendarConfig::new(8, 8)
+            .granularity(10)
+            .rotation(Rotation::Physical {
+                work_conserving: false,
+            });
+        let mut p = Calendar::new(cfg).unwrap();
+        p.enqueue(5, 'x').unwrap();
+        p.advance(30);
+        assert_eq!(p.head_day(), 3);
+        assert_eq!(p.rotate_to_next(), 0);
+        p.clock = 90;
+        assert_eq!(p.rotate_to_next(), 2, "stops at the non-empty day 5");
+        p.check_invariants();
     }
 
     #[test]

@@ -69,6 +69,8 @@ pub struct Circular<T, I> {
     primary: usize,
     base: u64,
     n: usize,
+    /// Index of the served-first list, `2 n`.
+    past: usize,
     gran: Granularity,
     out_of_range: OutOfRange,
     stats: QueueStats,
@@ -104,6 +106,7 @@ impl<T, I: BucketIndex> Circular<T, I> {
             primary: 0,
             base: gran.align_down(cfg.base),
             n: cfg.buckets,
+            past: 2 * cfg.buckets,
             gran,
             out_of_range: cfg.out_of_range,
             stats: QueueStats::default(),
@@ -124,7 +127,7 @@ impl<T, I: BucketIndex> Circular<T, I> {
 
     #[inline]
     fn past_list(&self) -> usize {
-        2 * self.n
+        self.past
     }
 
     #[inline]
@@ -286,7 +289,8 @@ impl<T, I: BucketIndex> Circular<T, I> {
 impl<T, I: BucketIndex> PriorityQueue<T> for Circular<T, I> {
     #[inline]
     fn insert(&mut self, rank: u64, item: T) -> Result<Handle, InsertError<T>> {
-        if self.store.len() == self.store.capacity() {
+        // Checked first so that a refused insert cannot move the window.
+        if self.store.is_full() {
             return Err(InsertError::Full(item));
         }
         let Some(slot) = self.enter(rank) else {
@@ -297,7 +301,12 @@ impl<T, I: BucketIndex> PriorityQueue<T> for Circular<T, I> {
             .store
             .push_back(list, rank, item)
             .map_err(InsertError::Full)?;
-        self.after_link(list, was_empty);
+        if let Slot::Bucket(half, bucket) = slot {
+            self.counts[half] += 1;
+            if was_empty {
+                self.halves[half].set(bucket);
+            }
+        }
         Ok(self.store.handle(idx))
     }
 
@@ -314,15 +323,22 @@ impl<T, I: BucketIndex> PriorityQueue<T> for Circular<T, I> {
 
     #[inline]
     fn pop_min(&mut self) -> Option<(u64, T)> {
-        let list = if self.store.list_is_empty(self.past_list()) {
-            self.rotate_if_primary_empty();
-            let b = self.halves[self.primary].first_for_pop()?;
-            self.list(self.primary, b)
-        } else {
-            self.past_list()
-        };
-        let (rank, item, now_empty) = self.store.pop_front(list).expect("first list is non-empty");
-        self.after_unlink(list, now_empty);
+        let past = self.past_list();
+        if !self.store.list_is_empty(past) {
+            let (rank, item, _) = self.store.pop_front(past).expect("past list is non-empty");
+            return Some((rank, item));
+        }
+        self.rotate_if_primary_empty();
+        let p = self.primary;
+        let b = self.halves[p].first_for_pop()?;
+        let (rank, item, now_empty) = self
+            .store
+            .pop_front(self.list(p, b))
+            .expect("index points at a non-empty bucket");
+        self.counts[p] -= 1;
+        if now_empty {
+            self.halves[p].clear(b);
+        }
         Some((rank, item))
     }
 

@@ -85,6 +85,12 @@ impl<T> BucketStore<T> {
         self.nodes.len()
     }
 
+    /// Whether every node is in use.
+    #[inline]
+    pub(crate) fn is_full(&self) -> bool {
+        self.free == NIL
+    }
+
     #[inline]
     pub(crate) fn list_is_empty(&self, list: usize) -> bool {
         self.lists[list].head == NIL

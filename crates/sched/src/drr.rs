@@ -27,7 +27,7 @@
 //! Invariants (checked by [`FlowCore::check_invariants`]): the list holds exactly
 //! the backlogged flows, once each; an idle flow's deficit is 0.
 
-use crate::flows::{check_max_flows, flow_index, FlowCore, PerFlow};
+use crate::flows::{FlowConfigs, FlowCore, PerFlow};
 use crate::packet::FlowId;
 use crate::scheduler::{ConfigError, FlowConfig};
 
@@ -52,7 +52,7 @@ struct Flow {
 pub struct DrrCore {
     flows: Vec<Flow>,
     /// Configuration as given, kept apart from the hot state.
-    configs: Vec<Option<FlowConfig>>,
+    configs: FlowConfigs,
     /// Front of the round-robin list: the flow whose turn it is.
     head: u32,
     tail: u32,
@@ -62,10 +62,10 @@ pub struct DrrCore {
 impl DrrCore {
     /// A core for flow ids `0..max_flows`.
     pub fn new(max_flows: u32) -> Result<Self, ConfigError> {
-        check_max_flows(max_flows)?;
+        let configs = FlowConfigs::new(max_flows)?;
         Ok(DrrCore {
             flows: vec![Flow::default(); max_flows as usize],
-            configs: vec![None; max_flows as usize],
+            configs,
             head: NIL,
             tail: NIL,
             backlogged: 0,
@@ -113,10 +113,7 @@ impl FlowCore for DrrCore {
     }
 
     fn add_flow(&mut self, flow: FlowId, cfg: FlowConfig) -> Result<(), ConfigError> {
-        let i = flow_index(flow, self.max_flows())?;
-        if self.flows[i].quantum != 0 {
-            return Err(ConfigError::DuplicateFlow { flow });
-        }
+        let i = self.configs.vacant(flow)?;
         if cfg.weight == 0 {
             return Err(ConfigError::ZeroWeight { flow });
         }
@@ -136,26 +133,18 @@ impl FlowCore for DrrCore {
             quantum,
             ..Flow::default()
         };
-        self.configs[i] = Some(cfg);
+        self.configs.set(i, cfg);
         Ok(())
     }
 
     fn remove_flow(&mut self, flow: FlowId) -> Result<(), ConfigError> {
-        let f = self
-            .flows
-            .get_mut(flow as usize)
-            .filter(|f| f.quantum != 0)
-            .ok_or(ConfigError::NoSuchFlow { flow })?;
-        if f.backlogged {
-            return Err(ConfigError::FlowBusy { flow, packets: 1 });
-        }
-        *f = Flow::default();
-        self.configs[flow as usize] = None;
+        self.configs.remove(flow, self.is_backlogged(flow))?;
+        self.flows[flow as usize] = Flow::default();
         Ok(())
     }
 
     fn flow_config(&self, flow: FlowId) -> Option<FlowConfig> {
-        self.configs.get(flow as usize).copied().flatten()
+        self.configs.get(flow)
     }
 
     fn is_backlogged(&self, flow: FlowId) -> bool {

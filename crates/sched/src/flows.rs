@@ -287,11 +287,57 @@ impl<C: FlowCore> FlowScheduler for PerFlow<C> {
 }
 
 /// Checks a flow id against a core's size and returns it as an index.
-pub(crate) fn flow_index(flow: FlowId, max_flows: u32) -> Result<usize, ConfigError> {
+fn flow_index(flow: FlowId, max_flows: u32) -> Result<usize, ConfigError> {
     if flow < max_flows {
         Ok(flow as usize)
     } else {
         Err(ConfigError::FlowOutOfRange { flow, max_flows })
+    }
+}
+
+/// The configured flows of a core, indexed by flow id: the bookkeeping every core
+/// shares (range, duplicates, removal of idle flows only).
+#[derive(Clone, Debug)]
+pub(crate) struct FlowConfigs(Vec<Option<FlowConfig>>);
+
+impl FlowConfigs {
+    /// Room for flow ids `0..max_flows`, none configured.
+    pub(crate) fn new(max_flows: u32) -> Result<Self, ConfigError> {
+        check_max_flows(max_flows)?;
+        Ok(FlowConfigs(vec![None; max_flows as usize]))
+    }
+
+    /// The index of `flow` if it can be configured: in range and not configured yet.
+    pub(crate) fn vacant(&self, flow: FlowId) -> Result<usize, ConfigError> {
+        let i = flow_index(flow, self.0.len() as u32)?;
+        if self.0[i].is_some() {
+            return Err(ConfigError::DuplicateFlow { flow });
+        }
+        Ok(i)
+    }
+
+    /// Records the configuration of the flow at index `i` (from [`Self::vacant`]).
+    pub(crate) fn set(&mut self, i: usize, cfg: FlowConfig) {
+        self.0[i] = Some(cfg);
+    }
+
+    /// The configuration of `flow`, if configured.
+    pub(crate) fn get(&self, flow: FlowId) -> Option<FlowConfig> {
+        self.0.get(flow as usize).copied().flatten()
+    }
+
+    /// Unconfigures `flow`, which must be idle; returns what it was configured with.
+    pub(crate) fn remove(
+        &mut self,
+        flow: FlowId,
+        backlogged: bool,
+    ) -> Result<FlowConfig, ConfigError> {
+        let cfg = self.get(flow).ok_or(ConfigError::NoSuchFlow { flow })?;
+        if backlogged {
+            return Err(ConfigError::FlowBusy { flow, packets: 1 });
+        }
+        self.0[flow as usize] = None;
+        Ok(cfg)
     }
 }
 
@@ -300,7 +346,7 @@ pub(crate) fn flow_index(flow: FlowId, max_flows: u32) -> Result<usize, ConfigEr
 pub const MAX_FLOWS: u32 = 1 << 24;
 
 /// Checks the flow count given to a core's constructor.
-pub(crate) fn check_max_flows(max_flows: u32) -> Result<(), ConfigError> {
+fn check_max_flows(max_flows: u32) -> Result<(), ConfigError> {
     if max_flows == 0 || max_flows > MAX_FLOWS {
         return Err(ConfigError::OutOfRange {
             what: "number of flows",

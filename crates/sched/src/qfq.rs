@@ -125,7 +125,7 @@
 //! GBT bounds `S_i <= ceil(V / sigma_i) sigma_i` (Theorem 3) and `V <= F_i + L`
 //! (Theorem 4) hold.
 
-use crate::flows::{check_max_flows, flow_index, FlowCore, PerFlow};
+use crate::flows::{FlowConfigs, FlowCore, PerFlow};
 use crate::packet::FlowId;
 use crate::scheduler::{ConfigError, FlowConfig};
 use crate::vtime::{
@@ -273,14 +273,14 @@ pub struct QfqCore {
     /// Groups by index (only `MIN_GROUP..=MAX_GROUP` are used).
     groups: Vec<Group>,
     flows: Vec<Flow>,
-    configs: Vec<Option<FlowConfig>>,
+    configs: FlowConfigs,
 }
 
 impl QfqCore {
     /// A core for flow ids `0..max_flows` whose packets are at most `max_packet`
     /// bytes (`L`, at most [`MAX_PACKET`]).
     pub fn new(max_flows: u32, max_packet: u32) -> Result<Self, ConfigError> {
-        check_max_flows(max_flows)?;
+        let configs = FlowConfigs::new(max_flows)?;
         if max_packet == 0 || max_packet > MAX_PACKET {
             return Err(ConfigError::OutOfRange {
                 what: "QFQ maximum packet size",
@@ -296,7 +296,7 @@ impl QfqCore {
             max_packet,
             groups: vec![Group::new(); 64],
             flows: vec![Flow::default(); n],
-            configs: vec![None; n],
+            configs,
         })
     }
 
@@ -309,7 +309,7 @@ impl QfqCore {
     /// The group index `i` of a configured flow (its slot is `2^i` virtual units).
     #[must_use]
     pub fn group_of(&self, flow: FlowId) -> Option<u32> {
-        self.configs.get(flow as usize)?.as_ref()?;
+        self.configs.get(flow)?;
         Some(u32::from(self.flows[flow as usize].group))
     }
 
@@ -434,10 +434,7 @@ impl FlowCore for QfqCore {
     }
 
     fn add_flow(&mut self, flow: FlowId, cfg: FlowConfig) -> Result<(), ConfigError> {
-        let i = flow_index(flow, self.max_flows())?;
-        if self.configs[i].is_some() {
-            return Err(ConfigError::DuplicateFlow { flow });
-        }
+        let i = self.configs.vacant(flow)?;
         check_weight_and_size(flow, cfg.weight, cfg.max_packet, self.max_packet)?;
         self.clock.add_weight(flow, cfg.weight)?;
         let inv_w = inv_weight(cfg.weight);
@@ -454,28 +451,19 @@ impl FlowCore for QfqCore {
             group: group as u8,
             backlogged: false,
         };
-        self.configs[i] = Some(cfg);
+        self.configs.set(i, cfg);
         Ok(())
     }
 
     fn remove_flow(&mut self, flow: FlowId) -> Result<(), ConfigError> {
-        let cfg = self
-            .configs
-            .get(flow as usize)
-            .copied()
-            .flatten()
-            .ok_or(ConfigError::NoSuchFlow { flow })?;
-        if self.flows[flow as usize].backlogged {
-            return Err(ConfigError::FlowBusy { flow, packets: 1 });
-        }
+        let cfg = self.configs.remove(flow, self.is_backlogged(flow))?;
         self.clock.remove_weight(cfg.weight, self.backlogged == 0);
         self.flows[flow as usize] = Flow::default();
-        self.configs[flow as usize] = None;
         Ok(())
     }
 
     fn flow_config(&self, flow: FlowId) -> Option<FlowConfig> {
-        self.configs.get(flow as usize).copied().flatten()
+        self.configs.get(flow)
     }
 
     fn is_backlogged(&self, flow: FlowId) -> bool {

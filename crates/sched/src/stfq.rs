@@ -32,7 +32,7 @@
 //! Invariants (checked by [`FlowCore::check_invariants`]): the heap holds each
 //! backlogged flow once under its start tag; every queued start tag is at least `v`.
 
-use crate::flows::{check_max_flows, flow_index, FlowCore, PerFlow};
+use crate::flows::{FlowConfigs, FlowCore, PerFlow};
 use crate::heap::{Entry, VtHeap};
 use crate::packet::FlowId;
 use crate::scheduler::{ConfigError, FlowConfig};
@@ -55,7 +55,7 @@ struct Flow {
 #[derive(Clone, Debug)]
 pub struct StfqCore {
     flows: Vec<Flow>,
-    configs: Vec<Option<FlowConfig>>,
+    configs: FlowConfigs,
     /// Backlogged flows by `(S, seq)`.
     queue: VtHeap,
     /// `v`: start tag of the packet last sent (jumps only forward).
@@ -69,11 +69,11 @@ pub struct StfqCore {
 impl StfqCore {
     /// A core for flow ids `0..max_flows`.
     pub fn new(max_flows: u32) -> Result<Self, ConfigError> {
-        check_max_flows(max_flows)?;
+        let configs = FlowConfigs::new(max_flows)?;
         let n = max_flows as usize;
         Ok(StfqCore {
             flows: vec![Flow::default(); n],
-            configs: vec![None; n],
+            configs,
             queue: VtHeap::with_capacity(n),
             clock: VirtualClock::new(),
             max_finish: 0,
@@ -109,10 +109,7 @@ impl FlowCore for StfqCore {
     }
 
     fn add_flow(&mut self, flow: FlowId, cfg: FlowConfig) -> Result<(), ConfigError> {
-        let i = flow_index(flow, self.max_flows())?;
-        if self.configs[i].is_some() {
-            return Err(ConfigError::DuplicateFlow { flow });
-        }
+        let i = self.configs.vacant(flow)?;
         check_weight_and_size(flow, cfg.weight, cfg.max_packet, MAX_PACKET)?;
         debug_assert!(cfg.weight <= MAX_WEIGHT);
         self.flows[i] = Flow {
@@ -122,24 +119,18 @@ impl FlowCore for StfqCore {
             f_epoch: self.clock.epoch(),
             backlogged: false,
         };
-        self.configs[i] = Some(cfg);
+        self.configs.set(i, cfg);
         Ok(())
     }
 
     fn remove_flow(&mut self, flow: FlowId) -> Result<(), ConfigError> {
-        if self.flow_config(flow).is_none() {
-            return Err(ConfigError::NoSuchFlow { flow });
-        }
-        if self.flows[flow as usize].backlogged {
-            return Err(ConfigError::FlowBusy { flow, packets: 1 });
-        }
+        self.configs.remove(flow, self.is_backlogged(flow))?;
         self.flows[flow as usize] = Flow::default();
-        self.configs[flow as usize] = None;
         Ok(())
     }
 
     fn flow_config(&self, flow: FlowId) -> Option<FlowConfig> {
-        self.configs.get(flow as usize).copied().flatten()
+        self.configs.get(flow)
     }
 
     fn is_backlogged(&self, flow: FlowId) -> bool {

@@ -43,7 +43,7 @@
 //! flows have `S <= V` and waiting ones `S > V`; if any flow is backlogged some flow
 //! is eligible.
 
-use crate::flows::{check_max_flows, flow_index, FlowCore, PerFlow};
+use crate::flows::{FlowConfigs, FlowCore, PerFlow};
 use crate::heap::{Entry, VtHeap};
 use crate::packet::FlowId;
 use crate::scheduler::{ConfigError, FlowConfig};
@@ -66,7 +66,7 @@ struct Flow {
 #[derive(Clone, Debug)]
 pub struct Wf2qCore {
     flows: Vec<Flow>,
-    configs: Vec<Option<FlowConfig>>,
+    configs: FlowConfigs,
     /// Eligible flows by `(F, seq)`.
     eligible: VtHeap,
     /// Ineligible flows by `(S, seq)`.
@@ -80,11 +80,11 @@ pub struct Wf2qCore {
 impl Wf2qCore {
     /// A core for flow ids `0..max_flows`.
     pub fn new(max_flows: u32) -> Result<Self, ConfigError> {
-        check_max_flows(max_flows)?;
+        let configs = FlowConfigs::new(max_flows)?;
         let n = max_flows as usize;
         Ok(Wf2qCore {
             flows: vec![Flow::default(); n],
-            configs: vec![None; n],
+            configs,
             eligible: VtHeap::with_capacity(n),
             waiting: VtHeap::with_capacity(n),
             clock: VirtualClock::new(),
@@ -151,10 +151,7 @@ impl FlowCore for Wf2qCore {
     }
 
     fn add_flow(&mut self, flow: FlowId, cfg: FlowConfig) -> Result<(), ConfigError> {
-        let i = flow_index(flow, self.max_flows())?;
-        if self.configs[i].is_some() {
-            return Err(ConfigError::DuplicateFlow { flow });
-        }
+        let i = self.configs.vacant(flow)?;
         check_weight_and_size(flow, cfg.weight, cfg.max_packet, MAX_PACKET)?;
         self.clock.add_weight(flow, cfg.weight)?;
         self.flows[i] = Flow {
@@ -164,28 +161,19 @@ impl FlowCore for Wf2qCore {
             f_epoch: self.clock.epoch(),
             ..Flow::default()
         };
-        self.configs[i] = Some(cfg);
+        self.configs.set(i, cfg);
         Ok(())
     }
 
     fn remove_flow(&mut self, flow: FlowId) -> Result<(), ConfigError> {
-        let cfg = self
-            .configs
-            .get(flow as usize)
-            .copied()
-            .flatten()
-            .ok_or(ConfigError::NoSuchFlow { flow })?;
-        if self.flows[flow as usize].backlogged {
-            return Err(ConfigError::FlowBusy { flow, packets: 1 });
-        }
+        let cfg = self.configs.remove(flow, self.is_backlogged(flow))?;
         self.clock.remove_weight(cfg.weight, self.backlogged == 0);
         self.flows[flow as usize] = Flow::default();
-        self.configs[flow as usize] = None;
         Ok(())
     }
 
     fn flow_config(&self, flow: FlowId) -> Option<FlowConfig> {
-        self.configs.get(flow as usize).copied().flatten()
+        self.configs.get(flow)
     }
 
     fn is_backlogged(&self, flow: FlowId) -> bool {

@@ -4,10 +4,17 @@
 //!
 //! - [`link`]: the constant-rate [`Link`] and exact integer time ([`Ticks`]).
 //! - [`trace`]: [`Trace`]s and seeded, deterministic workload generators.
-//! - [`run`](mod@run): [`run()`], the event loop of a scheduler in front of a link.
+//! - [`run`](mod@run): [`drive`], the event loop of a scheduler in front of a link
+//!   for any [`Source`] and [`Observer`], and [`run()`] for a fixed trace.
+//! - [`workload`]: [`Workload`]s of flow groups (constant, Poisson, on/off
+//!   Pareto and greedy sources, finite flows) and their lazy [`Generator`].
+//! - [`metrics`]: [`Metrics`], per-group and per-leaf throughput, latency
+//!   histograms, drops, flow completion times and rates over time.
 //! - [`gps`]: [`Gps`], the event-driven Generalized Processor Sharing fluid server.
 //! - [`audit`](mod@audit): [`audit()`], per-flow B-WFI, T-WFI, worst lag, delay
 //!   against GPS, shares and Jain's fairness index, with their definitions.
+//! - [`fct`]: flow-level workloads, packet annotations and flow completion times
+//!   ([`compare`] runs one workload through several schedulers).
 //!
 //! ```
 //! use eiffel_sched::{FlowConfig, FlowScheduler, Qfq};
@@ -24,13 +31,22 @@
 //! ```
 
 pub mod audit;
+pub mod fct;
 pub mod gps;
 pub mod link;
+pub mod metrics;
 pub mod run;
 pub mod trace;
+pub mod workload;
 
 pub use audit::{audit, audit_with, AuditOptions, FlowReport, Report};
+pub use fct::{
+    compare, completions, fct_stats, flow_workload, Annotated, FctRow, FctStats, FlowInfo,
+    FlowOutcome, FlowTrace, FlowWorkload,
+};
 pub use gps::{FluidPacket, Gps};
 pub use link::{Link, Ticks, TICKS_PER_BYTE};
-pub use run::{run, Outcome, Run};
+pub use metrics::{GroupStats, LeafStats, Metrics};
+pub use run::{drive, run, Observer, Outcome, Run, Source};
 pub use trace::{generate, Arrival, FlowSpec, Pattern, Trace};
+pub use workload::{FlowGroup, Generator, PacketSizes, Process, Route, Workload};

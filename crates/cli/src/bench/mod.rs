@@ -3,6 +3,8 @@
 
 use clap::{Args, Subcommand};
 
+mod cq;
+mod policy;
 mod pspat;
 mod queues;
 mod sched;
@@ -27,9 +29,17 @@ pub enum BenchCommand {
     /// Fair-queueing schedulers: ns per enqueue/dequeue pair for NONE, FIFO, DRR,
     /// QFQ and WF2Q+ from 1 to 32768 flows (QFQ paper, Table 4).
     Sched(CommonOpts),
+    /// Calendar-queue policies: ns per packet of cq-wfq against wfq on a cffs and
+    /// cq-edf against edf on a cffs, through a policy-tree leaf of 16 to 32768
+    /// flows (calendar queues, NSDI'20).
+    Cq(CommonOpts),
     /// PSPAT (section 6): decisions/s against client threads, rate stability under
     /// overload and victim latency, PSPAT against the same scheduler behind one lock.
     Pspat(pspat::PspatOpts),
+    /// Policy trees: the most flows one core schedules at 10 Gbit/s with pFabric
+    /// and hClock on bucketed queues vs binary heaps, and the cost of pacing 20,000
+    /// flows with one timing-wheel shaper vs a comparison heap (Eiffel section 5.1).
+    Policy(CommonOpts),
 }
 
 /// An error a benchmark reports instead of results.
@@ -40,6 +50,8 @@ pub fn run(cmd: BenchCommand) -> Result<(), BenchError> {
     match cmd {
         BenchCommand::Queues(opts) => queues::run(&opts),
         BenchCommand::Sched(opts) => sched::run(&opts),
+        BenchCommand::Cq(opts) => cq::run(&opts),
         BenchCommand::Pspat(opts) => pspat::run(opts),
+        BenchCommand::Policy(opts) => policy::run(&opts),
     }
 }

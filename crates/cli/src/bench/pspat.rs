@@ -578,10 +578,14 @@ fn stability<S: BenchSched>(
     let mailbox = opts.mailbox.unwrap_or(4094);
     let expected = f64::from(WEIGHTS[0]) / f64::from(WEIGHTS[0] + WEIGHTS[1]);
     // Link rates in million 60-byte packets per second.
+    // NB: both greedy PSPAT clients time-share one core; above about 1 Mpps they
+    // cannot keep the heavy client's mailbox full (its 10/11 share outruns what one
+    // thread with half a core writes into a cross-core mailbox), so it no longer
+    // offers its share and those rows measure the clients, not the arbiter.
     let rates_mpps: &[f64] = if opts.common.quick {
-        &[1.0, 4.0]
+        &[0.5, 1.0]
     } else {
-        &[0.5, 1.0, 2.0, 4.0, 8.0]
+        &[0.25, 0.5, 1.0, 2.0, 4.0]
     };
     let flows: Vec<(FlowId, u32)> = vec![(0, WEIGHTS[0]), (1, WEIGHTS[1])];
     let mut table = Table::new([
@@ -671,6 +675,10 @@ fn stability<S: BenchSched>(
             }
         );
         print!("{}", table.render());
+        println!(
+            "(the 2 PSPAT clients share one core: above about 1 Mpps they cannot keep the heavy \
+             client's mailbox full, so rows there are client-bound rather than overloaded)"
+        );
         println!();
     }
     Ok(())

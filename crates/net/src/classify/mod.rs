@@ -16,8 +16,8 @@ mod rules;
 
 pub use flow_table::{FlowCounters, FlowHit, FlowTable, FlowTableConfig};
 pub use rules::{
-    Atom, ClassifySpec, DscpRange, Duration, EtherType, MalformedAction, Matches, PortRange,
-    Prefix, Protocol, RuleError, RuleSet, RuleSpec, VlanRange,
+    Atom, ClassifySpec, DscpRange, Duration, EtherType, IdRange, MalformedAction, Matches,
+    PortRange, Prefix, Protocol, RuleError, RuleSet, RuleSpec, VlanRange,
 };
 
 use eiffel_sched::{ClassId, ConfigError, Drop, DropReason, FlowId, Nanos, Packet};

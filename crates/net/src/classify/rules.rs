@@ -38,8 +38,14 @@
 //! | `protocol` | `"tcp"`, `"udp"`, `"icmp"`, `"icmpv6"`, `"sctp"`, `"gre"`, `"esp"`, `"ah"` or `0..=255` | transport protocol |
 //! | `src_port`, `dst_port` | `0..=65535` or `"lo-hi"` | TCP/UDP port; frames without ports (other protocols, fragments) never match |
 //! | `dscp` | `0..=63`, `"lo-hi"`, or a name: `ef`, `cs0`..`cs7`, `af11`..`af43` | DSCP |
+//! | `flow`, `class` | id `0..=4294967295` or `"lo-hi"` | a simulated packet's workload flow id / traffic class |
 //!
 //! Any IP condition (addresses, protocol, ports, DSCP) never matches a non-IP frame.
+//! The id conditions `flow` and `class` are for simulated workloads
+//! ([`RuleSet::classify_ids`]), which carry ids instead of headers: a rule with id
+//! conditions never matches a frame, a rule with header conditions never matches a
+//! workload packet, and a rule mixing both is refused. A rule without conditions
+//! matches both.
 //! Values are checked while the file is read (a prefix with host bits set, a port above
 //! 65535, an unknown protocol name, an empty list are errors with the file position);
 //! leaf names are checked by [`RuleSet::compile`] against the policy's leaves.
@@ -126,6 +132,33 @@ pub struct RuleSpec {
     pub dst_port: Option<Matches<PortRange>>,
     /// DSCP.
     pub dscp: Option<Matches<DscpRange>>,
+    /// Workload flow id (simulated packets only).
+    pub flow: Option<Matches<IdRange>>,
+    /// Workload traffic class (simulated packets only).
+    pub class: Option<Matches<IdRange>>,
+}
+
+impl RuleSpec {
+    /// Whether the rule has a header condition (it can then match frames only).
+    #[must_use]
+    pub fn has_header_conditions(&self) -> bool {
+        self.ether_type.is_some()
+            || self.vlan.is_some()
+            || self.inner_vlan.is_some()
+            || self.src.is_some()
+            || self.dst.is_some()
+            || self.protocol.is_some()
+            || self.src_port.is_some()
+            || self.dst_port.is_some()
+            || self.dscp.is_some()
+    }
+
+    /// Whether the rule has a workload id condition (it can then match simulated
+    /// packets only).
+    #[must_use]
+    pub fn has_id_conditions(&self) -> bool {
+        self.flow.is_some() || self.class.is_some()
+    }
 }
 
 /// A duration written with a unit: `"30s"`, `"500ms"`, `"2m"`, `"250us"`, `"100ns"`.
@@ -348,6 +381,10 @@ macro_rules! inclusive_range {
 inclusive_range!(
     /// An inclusive range of TCP/UDP ports.
     PortRange, u16, 65_535, "port", "a port 0..=65535 or a range \"lo-hi\""
+);
+inclusive_range!(
+    /// An inclusive range of workload flow or class ids.
+    IdRange, u32, 4_294_967_295, "id", "an id 0..=4294967295 or a range \"lo-hi\""
 );
 inclusive_range!(
     /// An inclusive range of VLAN ids.
@@ -578,6 +615,19 @@ pub enum RuleError {
         /// The rule's leaf.
         leaf: String,
     },
+    /// A rule mixes header conditions with workload id conditions (`flow`,
+    /// `class`), so it can never match: frames carry no ids, workload packets no
+    /// headers.
+    #[error(
+        "classify rule #{rule} (leaf `{leaf}`): `flow`/`class` conditions match simulated \
+         packets, header conditions match frames; one rule cannot have both"
+    )]
+    MixedConditions {
+        /// 1-based position of the rule in the file.
+        rule: usize,
+        /// The rule's leaf.
+        leaf: String,
+    },
     /// More rules than the classifier supports.
     #[error("classify: {count} rules given, at most {max} are supported")]
     TooManyRules {
@@ -631,6 +681,12 @@ struct Rule {
     needs_ports: bool,
     src_port: Vec<PortRange>,
     dst_port: Vec<PortRange>,
+    /// Whether the rule has workload id conditions (then frames never match).
+    needs_ids: bool,
+    /// Whether the rule has header conditions (then workload packets never match).
+    needs_headers: bool,
+    flow: Vec<IdRange>,
+    class: Vec<IdRange>,
 }
 
 /// The values of an optional condition; empty means "any".
@@ -648,6 +704,14 @@ fn vlan_matches(ranges: &[VlanRange], id: Option<u16>) -> bool {
 
 impl Rule {
     fn compile(index: usize, spec: &RuleSpec, leaf: ClassId) -> Result<Rule, RuleError> {
+        let needs_ids = spec.has_id_conditions();
+        let needs_headers = spec.has_header_conditions();
+        if needs_ids && needs_headers {
+            return Err(RuleError::MixedConditions {
+                rule: index + 1,
+                leaf: spec.leaf.clone(),
+            });
+        }
         let protocols = spec.protocol.as_ref().map(|m| {
             let mut bits = [0u64; 4];
             for p in &m.0 {
@@ -695,11 +759,25 @@ impl Rule {
             needs_ports,
             src_port: list(&spec.src_port),
             dst_port: list(&spec.dst_port),
+            needs_ids,
+            needs_headers,
+            flow: list(&spec.flow),
+            class: list(&spec.class),
         })
     }
 
     #[inline]
+    fn matches_ids(&self, flow: u32, class: u32) -> bool {
+        !self.needs_headers
+            && any_or(&self.flow, |r| r.contains(flow))
+            && any_or(&self.class, |r| r.contains(class))
+    }
+
+    #[inline]
     fn matches(&self, key: &FlowKey) -> bool {
+        if self.needs_ids {
+            return false;
+        }
         if !any_or(&self.ether_types, |&e| e == key.ether_type)
             || !vlan_matches(&self.vlan, key.vlan)
             || !vlan_matches(&self.inner_vlan, key.inner_vlan)
@@ -804,6 +882,20 @@ impl RuleSet {
     #[must_use]
     pub fn matching_rule(&self, key: &FlowKey) -> Option<usize> {
         self.rules.iter().position(|r| r.matches(key))
+    }
+
+    /// The leaf of a simulated packet of workload flow `flow` and traffic class
+    /// `class` (rules with header conditions are skipped).
+    #[must_use]
+    pub fn classify_ids(&self, flow: u32, class: u32) -> ClassId {
+        self.matching_rule_ids(flow, class)
+            .map_or(self.default, |i| self.rules[i].leaf)
+    }
+
+    /// Index (0-based) of the first rule matching a simulated packet's ids, if any.
+    #[must_use]
+    pub fn matching_rule_ids(&self, flow: u32, class: u32) -> Option<usize> {
+        self.rules.iter().position(|r| r.matches_ids(flow, class))
     }
 
     /// The default leaf.

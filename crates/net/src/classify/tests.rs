@@ -136,6 +136,34 @@ fn compile_errors_name_the_rule() {
     ));
 }
 
+#[test]
+fn id_rules_match_workload_packets_only() {
+    let s = spec(
+        "default = \"l0\"\n\
+         [[rule]]\nleaf = \"l1\"\nclass = [1, \"5-7\"]\n\
+         [[rule]]\nleaf = \"l2\"\nflow = 42\n\
+         [[rule]]\nleaf = \"l3\"\nprotocol = \"udp\"\n",
+    )
+    .unwrap();
+    let rules = RuleSet::compile(&s.rules, &s.default, resolve).unwrap();
+    assert_eq!(rules.classify_ids(0, 1), 1);
+    assert_eq!(rules.classify_ids(9, 6), 1);
+    assert_eq!(rules.classify_ids(42, 0), 2);
+    // The header rule never matches a workload packet: the default takes it.
+    assert_eq!(rules.classify_ids(3, 3), 0);
+    assert_eq!(rules.matching_rule_ids(3, 3), None);
+    // Id rules never match a frame.
+    let key = udp_key(v4([10, 0, 0, 1]), v4([10, 0, 0, 2]), 53, 0);
+    assert_eq!(rules.classify(&key), 3);
+    let s =
+        spec("default = \"l0\"\n[[rule]]\nleaf = \"l1\"\nclass = 1\nprotocol = \"tcp\"").unwrap();
+    assert!(matches!(
+        RuleSet::compile(&s.rules, &s.default, resolve),
+        Err(RuleError::MixedConditions { rule: 1, .. })
+    ));
+    assert!(spec("default = \"l0\"\n[[rule]]\nleaf = \"l1\"\nclass = -1").is_err());
+}
+
 fn v4(a: [u8; 4]) -> IpAddr {
     IpAddr::V4(Ipv4Addr::from(a))
 }
@@ -351,6 +379,8 @@ fn rule() -> impl Strategy<Value = RuleSpec> {
                     src_port,
                     dst_port,
                     dscp,
+                    flow: None,
+                    class: None,
                 }
             },
         )

@@ -39,6 +39,7 @@
 //! When that release is of a unit whose ancestor is itself still throttled, `dequeue`
 //! at that time returns `None` and `next_ready` then names the next release.
 
+pub mod cq;
 pub mod shaper;
 pub mod spec;
 pub mod txn;
@@ -47,18 +48,22 @@ mod minq;
 mod sched;
 mod select;
 
-use eiffel_queue::{QueueKind, QueueStats};
+use eiffel_queue::{CalendarStats, Handle, QueueKind, QueueStats};
 
 use crate::packet::{ClassId, Nanos, Packet};
 use crate::pool::{Fifo as List, PacketPool};
 use crate::scheduler::{Backlog, ConfigError, Counters, Drop, DropReason, Scheduler};
 
+use cq::CalendarSched;
 use minq::{MinDeque, MinPool};
 use sched::{Core, Hclock, NodeSched, Ranked};
 pub use select::QueuePlan;
 use select::{plan, QueueNeeds};
 use shaper::{Gcra, Shaper, Throttled, UNIT_NODE};
-pub use spec::{Bps, Discipline, NodeSpec, PerFlow, QueueChoice, RateLimit, ShaperSpec, TreeSpec};
+pub use spec::{
+    Bps, CalendarParams, Discipline, EdfRotation, NodeSpec, PerFlow, QueueChoice, RateLimit,
+    ShaperSpec, TreeSpec,
+};
 use txn::Builtin;
 pub use txn::{Transaction, Unit, VT_SCALE};
 
@@ -84,14 +89,15 @@ struct FlowLeaf {
     minima: Option<MinPool>,
 }
 
-// NB: internal nodes carry their discipline inline (one cache-line walk less per
-// level than a boxed one); leaves are few enough that the unused space is noise.
-#[allow(clippy::large_enum_variant)]
+// NB: an internal node's discipline (a queue, several hundred bytes) is boxed so
+// that leaves stay small: a policy may have a million leaves (hClock over many
+// VMs), and the box is one pointer to a stable allocation that stays in cache
+// for the few internal nodes a packet's path visits.
 #[derive(Debug)]
 enum Kind {
     Internal {
         children: Vec<u32>,
-        sched: NodeSched,
+        sched: Box<NodeSched>,
     },
     Leaf {
         fifo: List,
@@ -109,6 +115,8 @@ struct Node {
     limit: Option<Gcra>,
     /// Filed in the shaper, out of its parent's queue.
     throttled: bool,
+    /// While throttled: the shaper entry and the release time it was filed for.
+    filed: Option<(Handle, Nanos)>,
     /// Queued in its parent's discipline.
     active: bool,
     /// Most packets queued in this subtree (leaves), `u32::MAX` if unlimited.
@@ -142,6 +150,8 @@ pub struct NodeView<'a> {
     pub throttled: bool,
     /// Statistics of its queues (same order as `queues`).
     pub queue_stats: Vec<QueueStats>,
+    /// Rotations, out-of-range days and level moves of its calendar (`cq-*`).
+    pub calendar_stats: Option<CalendarStats>,
 }
 
 /// A programmable scheduling policy: a tree of disciplines with one shaper.
@@ -156,6 +166,8 @@ pub struct PolicyTree {
     /// The shaper's precision: a unit whose release time is within this many ns
     /// counts as released (see [`shaper`]).
     slack: Nanos,
+    /// Whether some node's discipline may refuse packets (`cq-policer`).
+    policed: bool,
     counters: Counters,
     backlog: Backlog,
 }
@@ -194,19 +206,28 @@ fn builtin(d: Discipline) -> Builtin {
         Discipline::Lstf => Builtin::Lstf,
         Discipline::Srpt => Builtin::Srpt,
         Discipline::Pfabric => Builtin::Pfabric,
-        Discipline::Hclock | Discipline::Qfq | Discipline::Drr | Discipline::Wf2q => {
-            unreachable!("not a rank transaction")
-        }
+        Discipline::Hclock
+        | Discipline::Qfq
+        | Discipline::Drr
+        | Discipline::Wf2q
+        | Discipline::CqWfq
+        | Discipline::CqWfqBurst
+        | Discipline::CqEdf
+        | Discipline::CqPolicer
+        | Discipline::CqPfabricFair => unreachable!("not a rank transaction"),
     }
 }
 
-/// Builds a node's discipline over `units`; returns it with its queue plans.
+/// Builds the discipline of node `i` over `units`; returns it with its queue
+/// plans. `slack` is the shaper's precision.
 fn build_sched(
     spec: &TreeSpec,
-    node: &NodeSpec,
+    i: usize,
     units: Vec<Unit>,
     per_flow: bool,
+    slack: Nanos,
 ) -> Result<(NodeSched, Vec<QueuePlan>), ConfigError> {
+    let node = &spec.nodes[i];
     let needs = QueueNeeds {
         discipline: node.discipline,
         time_ranks: false,
@@ -222,8 +243,13 @@ fn build_sched(
     };
     match node.discipline {
         Discipline::Hclock => {
+            // The policy's queue type applies to both queues; the reservation
+            // queue's ranks are times, so its geometry stays its own.
             let rplan = plan(
-                &QueueChoice::AUTO,
+                &QueueChoice {
+                    kind: node.queue.kind,
+                    ..QueueChoice::AUTO
+                },
                 &QueueNeeds {
                     time_ranks: true,
                     ..needs
@@ -237,6 +263,10 @@ fn build_sched(
             let core = Core::new(node.discipline.name(), &units, spec.mtu)
                 .map_err(|e| ConfigError::Invalid(format!("node {:?}: {e}", node.name)))?;
             Ok((NodeSched::Core(core, units), Vec::new()))
+        }
+        d if d.is_calendar() => {
+            let (sched, p) = CalendarSched::new(spec, i, units, per_flow, slack)?;
+            Ok((NodeSched::Calendar(sched), vec![p]))
         }
         d => {
             let p = plan(&node.queue, &needs);
@@ -254,14 +284,42 @@ impl PolicyTree {
         let root = spec.root().expect("validated") as u32;
         let mut nodes = Vec::with_capacity(n);
         let mut plans = Vec::with_capacity(n);
-        let mut limited = 0usize;
+        // Every unit that can be held is filed in the shaper at most once: limited
+        // nodes and policers (once, even with both), and paced flows.
+        let limited: usize = spec
+            .nodes
+            .iter()
+            .map(|ns| {
+                let held = ns.limit.is_some() || !ns.discipline.is_work_conserving();
+                let flows = ns
+                    .per_flow
+                    .filter(|pf| pf.flow_limit.is_some())
+                    .map_or(0, |pf| pf.max_flows as usize);
+                usize::from(held) + flows
+            })
+            .sum();
+        let shaper = Shaper::new(spec.shaper, limited)?;
+        let slack = shaper.granularity();
+        let kids = spec.child_lists();
+        let mut slots = vec![0u32; spec.nodes.len()];
+        for list in &kids {
+            for (slot, &c) in list.iter().enumerate() {
+                slots[c] = slot as u32;
+            }
+        }
         for (i, ns) in spec.nodes.iter().enumerate() {
-            let children: Vec<usize> = spec.children(i).collect();
+            let children = &kids[i];
             let (kind, node_plans) = if !children.is_empty() {
-                let units = child_units(&spec, &children);
-                let (sched, p) = build_sched(&spec, ns, units, false)?;
+                let units = child_units(&spec, children);
+                let (sched, p) = build_sched(&spec, i, units, false, slack)?;
                 let children = children.iter().map(|&c| c as u32).collect();
-                (Kind::Internal { children, sched }, p)
+                (
+                    Kind::Internal {
+                        children,
+                        sched: Box::new(sched),
+                    },
+                    p,
+                )
             } else if let Some(pf) = ns.per_flow {
                 let units = vec![
                     Unit {
@@ -270,7 +328,7 @@ impl PolicyTree {
                     };
                     pf.max_flows as usize
                 ];
-                let (sched, p) = build_sched(&spec, ns, units, true)?;
+                let (sched, p) = build_sched(&spec, i, units, true, slack)?;
                 let flows = (0..pf.max_flows)
                     .map(|_| Flow {
                         fifo: List::new(),
@@ -279,9 +337,6 @@ impl PolicyTree {
                         min: MinDeque::default(),
                     })
                     .collect();
-                if pf.flow_limit.is_some() {
-                    limited += pf.max_flows as usize;
-                }
                 let minima = (ns.discipline == Discipline::Pfabric)
                     .then(|| MinPool::new(spec.capacity as usize));
                 let leaf = FlowLeaf {
@@ -294,21 +349,15 @@ impl PolicyTree {
             } else {
                 (Kind::Leaf { fifo: List::new() }, Vec::new())
             };
-            if ns.limit.is_some() {
-                limited += 1;
-            }
             let parent = ns.parent.map_or(NONE, |p| p as u32);
-            let slot = ns.parent.map_or(0, |p| {
-                spec.children(p)
-                    .position(|c| c == i)
-                    .expect("child of its parent") as u32
-            });
+            let slot = slots[i];
             nodes.push(Node {
                 parent,
                 slot,
                 kind,
                 limit: ns.limit.map(|l| Gcra::new(l, spec.mtu)),
                 throttled: false,
+                filed: None,
                 active: false,
                 capacity: ns.capacity.unwrap_or(u32::MAX),
                 counters: Counters::default(),
@@ -316,10 +365,14 @@ impl PolicyTree {
             });
             plans.push(node_plans);
         }
-        let shaper = Shaper::new(spec.shaper, limited)?;
+        let policed = spec
+            .nodes
+            .iter()
+            .any(|ns| !ns.discipline.is_work_conserving());
         let tree = PolicyTree {
             pool: PacketPool::with_capacity(spec.capacity as usize),
-            slack: shaper.granularity(),
+            slack,
+            policed,
             shaper,
             nodes,
             plans,
@@ -348,7 +401,7 @@ impl PolicyTree {
     #[must_use]
     pub fn leaf(&self, name: &str) -> Option<ClassId> {
         let i = self.spec.find(name)?;
-        self.spec.is_leaf(i).then_some(i as ClassId)
+        (!matches!(self.nodes[i].kind, Kind::Internal { .. })).then_some(i as ClassId)
     }
 
     /// Number of nodes.
@@ -397,10 +450,16 @@ impl PolicyTree {
     #[must_use]
     pub fn node(&self, i: usize) -> NodeView<'_> {
         let node = &self.nodes[i];
-        let (discipline, queue_stats) = match &node.kind {
-            Kind::Leaf { .. } => (None, Vec::new()),
-            Kind::Internal { sched, .. } => (Some(sched_name(sched)), sched_stats(sched)),
-            Kind::Flows(fl) => (Some(sched_name(&fl.sched)), sched_stats(&fl.sched)),
+        let sched = match &node.kind {
+            Kind::Leaf { .. } => None,
+            Kind::Internal { sched, .. } => Some(&**sched),
+            Kind::Flows(fl) => Some(&fl.sched),
+        };
+        let discipline = sched.map(sched_name);
+        let queue_stats = sched.map_or_else(Vec::new, sched_stats);
+        let calendar_stats = match sched {
+            Some(NodeSched::Calendar(c)) => Some(c.calendar_stats()),
+            _ => None,
         };
         NodeView {
             index: i,
@@ -414,6 +473,7 @@ impl PolicyTree {
             backlog: node.backlog,
             throttled: node.throttled,
             queue_stats,
+            calendar_stats,
         }
     }
 
@@ -450,9 +510,9 @@ impl PolicyTree {
                 r.txn = Builtin::Custom(txn);
                 Ok(())
             }
-            NodeSched::Hclock(_) | NodeSched::Core(..) => Err(ConfigError::Invalid(format!(
-                "node {name:?} does not run a rank transaction"
-            ))),
+            NodeSched::Hclock(_) | NodeSched::Core(..) | NodeSched::Calendar(_) => Err(
+                ConfigError::Invalid(format!("node {name:?} does not run a rank transaction")),
+            ),
         }
     }
 
@@ -473,26 +533,46 @@ impl PolicyTree {
             match &mut self.nodes[n as usize].kind {
                 Kind::Leaf { fifo } => return self.pool.front(fifo).copied(),
                 Kind::Flows(fl) => {
-                    let f = fl.sched.select(now)?;
+                    let f = fl.sched.peek(now)?;
                     return self.pool.front(&fl.flows[f as usize].fifo).copied();
                 }
                 Kind::Internal { children, sched } => {
-                    let u = sched.select(now)?;
+                    let u = sched.peek(now)?;
                     n = children[u as usize];
                 }
             }
         }
     }
 
-    fn throttle_node(&mut self, n: u32, now: Nanos) {
-        let node = &mut self.nodes[n as usize];
-        let at = node
+    /// The discipline of node `n` (`None` for a FIFO leaf).
+    fn sched_of(&self, n: u32) -> Option<&NodeSched> {
+        match &self.nodes[n as usize].kind {
+            Kind::Internal { sched, .. } => Some(sched),
+            Kind::Flows(fl) => Some(&fl.sched),
+            Kind::Leaf { .. } => None,
+        }
+    }
+
+    /// When node `n` may next send, if it is held at `now`: by its rate limit
+    /// (beyond the shaper's precision) or by a discipline holding all its units
+    /// back (the policer's future days); `None` if nothing holds it. A held node
+    /// is released strictly after `now + slack`, in a future slot of the shaper.
+    fn hold(&self, n: u32, now: Nanos) -> Option<Nanos> {
+        let limit = self.nodes[n as usize]
             .limit
             .as_ref()
-            .expect("only limited nodes throttle")
-            .release_time();
-        node.throttled = true;
-        self.shaper.throttle(
+            .filter(|g| !g.conforms(now.saturating_add(self.slack)))
+            .map(Gcra::release_time);
+        let discipline = self.sched_of(n).and_then(|s| s.hold(now));
+        match (limit, discipline) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Files node `n` in the shaper until `at`, out of its parent's queue.
+    fn throttle_node(&mut self, n: u32, now: Nanos, at: Nanos) {
+        let handle = self.shaper.throttle(
             now,
             at,
             Throttled {
@@ -500,6 +580,37 @@ impl PolicyTree {
                 flow: UNIT_NODE,
             },
         );
+        let node = &mut self.nodes[n as usize];
+        node.throttled = true;
+        node.filed = Some((handle, at));
+    }
+
+    /// Throttled node `n` got a new unit: a discipline that held it back may now
+    /// release it sooner (a unit in an earlier day of the policer). Withdraws it
+    /// from the shaper if it may send now, or files it earlier; returns whether it
+    /// is still held. A rate limit alone is not affected by arrivals.
+    fn still_held(&mut self, n: u32, now: Nanos) -> bool {
+        if self.spec.nodes[n as usize].discipline.is_work_conserving() {
+            return true;
+        }
+        let Some((handle, at)) = self.nodes[n as usize].filed else {
+            return true;
+        };
+        match self.hold(n, now) {
+            None => {
+                self.shaper.withdraw(handle);
+                let node = &mut self.nodes[n as usize];
+                node.throttled = false;
+                node.filed = None;
+                false
+            }
+            Some(sooner) if sooner < at => {
+                self.shaper.reschedule(handle, sooner);
+                self.nodes[n as usize].filed = Some((handle, sooner));
+                true
+            }
+            Some(_) => true,
+        }
     }
 
     /// Node `start`'s own state changed (a unit became eligible in it, its FIFO got
@@ -508,12 +619,15 @@ impl PolicyTree {
     fn propagate(&mut self, start: u32, trigger: &Packet, now: Nanos) {
         let mut cur = start;
         loop {
+            if self.nodes[cur as usize].throttled && self.still_held(cur, now) {
+                return;
+            }
             let parent = self.nodes[cur as usize].parent;
             if parent == NONE {
-                let root = &self.nodes[cur as usize];
-                let late = held(root.limit.as_ref(), now, self.slack);
-                if !root.throttled && late && self.has_head(cur) {
-                    self.throttle_node(cur, now);
+                if !self.nodes[cur as usize].throttled && self.has_head(cur) {
+                    if let Some(at) = self.hold(cur, now) {
+                        self.throttle_node(cur, now, at);
+                    }
                 }
                 return;
             }
@@ -522,20 +636,44 @@ impl PolicyTree {
                 let head = self.head_of(cur, now).expect("an active node has a head");
                 self.sched_mut(parent).on_enqueue(slot, trigger, &head, now);
             } else {
-                if self.nodes[cur as usize].throttled {
+                if !self.has_head(cur) {
                     return;
                 }
-                let Some(head) = self.head_of(cur, now) else {
-                    return;
-                };
-                if held(self.nodes[cur as usize].limit.as_ref(), now, self.slack) {
-                    self.throttle_node(cur, now);
+                if let Some(at) = self.hold(cur, now) {
+                    self.throttle_node(cur, now, at);
                     return;
                 }
+                let head = self
+                    .head_of(cur, now)
+                    .expect("a node that may send has a head");
                 self.sched_mut(parent).activate(slot, &head, now);
                 self.nodes[cur as usize].active = true;
             }
             cur = parent;
+        }
+    }
+
+    /// Whether a `cq-policer` on the path from `leaf` to the root refuses `pkt`
+    /// (before it is queued, so that a refusal changes nothing).
+    fn policer_refuses(&self, leaf: u32, pkt: &Packet, now: Nanos) -> bool {
+        if let Kind::Flows(fl) = &self.nodes[leaf as usize].kind {
+            let queued = fl.flows[pkt.flow as usize].fifo.bytes();
+            if fl.sched.refuses(pkt.flow, pkt, queued, now) {
+                return true;
+            }
+        }
+        let mut cur = leaf;
+        loop {
+            let node = &self.nodes[cur as usize];
+            if node.parent == NONE {
+                return false;
+            }
+            if let Kind::Internal { sched, .. } = &self.nodes[node.parent as usize].kind {
+                if sched.refuses(node.slot, pkt, node.backlog.bytes, now) {
+                    return true;
+                }
+            }
+            cur = node.parent;
         }
     }
 
@@ -552,10 +690,12 @@ impl PolicyTree {
         while let Some(t) = self.shaper.pop_due(now) {
             let n = t.node;
             if t.flow == UNIT_NODE {
-                self.nodes[n as usize].throttled = false;
-                if held(self.nodes[n as usize].limit.as_ref(), now, self.slack) {
+                let node = &mut self.nodes[n as usize];
+                node.throttled = false;
+                node.filed = None;
+                if let Some(at) = self.hold(n, now) {
                     // Filed beyond the horizon, released early: file it again.
-                    self.throttle_node(n, now);
+                    self.throttle_node(n, now, at);
                     continue;
                 }
                 if let Some(head) = self.head_of(n, now) {
@@ -570,7 +710,8 @@ impl PolicyTree {
                 if held(flow.gcra.as_ref(), now, self.slack) {
                     let at = flow.gcra.as_ref().map_or(now, Gcra::release_time);
                     flow.throttled = true;
-                    self.shaper.throttle(now, at, t);
+                    // Flows are never withdrawn: arrivals do not change a pace.
+                    let _ = self.shaper.throttle(now, at, t);
                     continue;
                 }
                 let Some(&head) = self.pool.front(&flow.fifo) else {
@@ -630,6 +771,17 @@ impl PolicyTree {
                     "node {name}: throttled but queued at its parent"
                 );
             }
+            assert_eq!(
+                node.throttled,
+                node.filed.is_some(),
+                "node {name}: throttled without a shaper entry, or the reverse"
+            );
+            if node.parent != NONE && self.has_head(i as u32) {
+                assert!(
+                    node.active || node.throttled,
+                    "node {name}: has a unit to send, but neither queued at its parent nor throttled"
+                );
+            }
             if node.parent != NONE {
                 let parent = &self.nodes[node.parent as usize];
                 if let Kind::Internal { sched, .. } = &parent.kind {
@@ -681,6 +833,13 @@ impl PolicyTree {
                                 "leaf {name} flow {f}: backlogged, neither queued nor throttled"
                             );
                         }
+                        let tagged = match &fl.sched {
+                            NodeSched::Calendar(c) => c.tagged(f as u32),
+                            _ => None,
+                        };
+                        if let Some(tags) = tagged {
+                            assert_eq!(tags, flow.fifo.len(), "leaf {name} flow {f}: day tags");
+                        }
                         fifos.push(&flow.fifo);
                     }
                     assert_eq!(sum, node.backlog.packets, "leaf {name}: backlog vs flows");
@@ -703,6 +862,7 @@ fn sched_name(s: &NodeSched) -> String {
         NodeSched::Ranked(r) => r.txn.name().to_string(),
         NodeSched::Hclock(_) => "hclock".to_string(),
         NodeSched::Core(c, _) => c.name().to_string(),
+        NodeSched::Calendar(c) => c.name().to_string(),
     }
 }
 
@@ -715,21 +875,21 @@ fn sched_stats(s: &NodeSched) -> Vec<QueueStats> {
             vec![a.stats(), b.stats()]
         }
         NodeSched::Core(..) => Vec::new(),
+        NodeSched::Calendar(c) => vec![c.stats()],
     }
 }
 
 /// The queue kind a ranked node ended up with (for tests and reports).
 #[must_use]
 pub fn node_queue_kind(tree: &PolicyTree, i: usize) -> Option<QueueKind> {
-    match &tree.nodes[i].kind {
-        Kind::Internal {
-            sched: NodeSched::Ranked(r),
-            ..
-        } => Some(r.kind()),
-        Kind::Flows(fl) => match &fl.sched {
-            NodeSched::Ranked(r) => Some(r.kind()),
-            _ => None,
-        },
+    let sched = match &tree.nodes[i].kind {
+        Kind::Internal { sched, .. } => &**sched,
+        Kind::Flows(fl) => &fl.sched,
+        Kind::Leaf { .. } => return None,
+    };
+    match sched {
+        NodeSched::Ranked(r) => Some(r.kind()),
+        NodeSched::Calendar(_) => Some(QueueKind::Calendar),
         _ => None,
     }
 }
@@ -753,6 +913,17 @@ impl Scheduler for PolicyTree {
         if self.pool.is_full() {
             return Err(self.refuse(leaf, pkt, DropReason::QueueFull));
         }
+        if let Kind::Flows(fl) = &self.nodes[leaf as usize].kind {
+            let Some(flow) = fl.flows.get(pkt.flow as usize) else {
+                return Err(self.refuse(leaf, pkt, DropReason::UnknownFlow));
+            };
+            if flow.fifo.len() >= fl.flow_queue_limit {
+                return Err(self.refuse(leaf, pkt, DropReason::FlowLimit));
+            }
+        }
+        if self.policed && self.policer_refuses(leaf, &pkt, now) {
+            return Err(self.refuse(leaf, pkt, DropReason::Policer));
+        }
         match &mut self.nodes[leaf as usize].kind {
             Kind::Leaf { fifo } => {
                 if self.pool.push_back(fifo, pkt).is_err() {
@@ -761,16 +932,12 @@ impl Scheduler for PolicyTree {
             }
             Kind::Flows(fl) => {
                 let f = pkt.flow;
-                let Some(flow) = fl.flows.get_mut(f as usize) else {
-                    return Err(self.refuse(leaf, pkt, DropReason::UnknownFlow));
-                };
-                if flow.fifo.len() >= fl.flow_queue_limit {
-                    return Err(self.refuse(leaf, pkt, DropReason::FlowLimit));
-                }
+                let flow = &mut fl.flows[f as usize];
                 let was_empty = flow.fifo.is_empty();
                 if self.pool.push_back(&mut flow.fifo, pkt).is_err() {
                     unreachable!("pool space checked above");
                 }
+                fl.sched.on_arrival(f, &pkt);
                 if let Some(m) = &mut fl.minima {
                     m.push(&mut flow.min, pkt.remaining);
                     fl.sched.units_mut()[f as usize].queued_min =
@@ -781,7 +948,7 @@ impl Scheduler for PolicyTree {
                     if held(flow.gcra.as_ref(), now, self.slack) {
                         let at = flow.gcra.as_ref().map_or(now, Gcra::release_time);
                         flow.throttled = true;
-                        self.shaper.throttle(
+                        let _ = self.shaper.throttle(
                             now,
                             at,
                             Throttled {
@@ -843,7 +1010,8 @@ impl Scheduler for PolicyTree {
                         if next.is_some() && !g.conforms(now.saturating_add(self.slack)) {
                             let at = g.release_time();
                             flow.throttled = true;
-                            self.shaper
+                            let _ = self
+                                .shaper
                                 .throttle(now, at, Throttled { node: n, flow: f });
                             next = None;
                         }
@@ -866,17 +1034,18 @@ impl Scheduler for PolicyTree {
             }
             let parent = node.parent;
             if parent == NONE {
-                let late = held(node.limit.as_ref(), now, self.slack);
-                if late && self.has_head(c) {
-                    self.throttle_node(c, now);
+                if self.has_head(c) {
+                    if let Some(at) = self.hold(c, now) {
+                        self.throttle_node(c, now, at);
+                    }
                 }
                 break;
             }
             let slot = node.slot;
             let next = if !self.has_head(c) {
                 None
-            } else if held(self.nodes[c as usize].limit.as_ref(), now, self.slack) {
-                self.throttle_node(c, now);
+            } else if let Some(at) = self.hold(c, now) {
+                self.throttle_node(c, now, at);
                 None
             } else {
                 self.head_of(c, now)

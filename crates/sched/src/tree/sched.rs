@@ -1,5 +1,6 @@
 //! How one node orders its units: a ranked integer priority queue driven by a
-//! transaction, hClock's pair of queues, or a fair-queueing core.
+//! transaction, hClock's pair of queues, a fair-queueing core, or a calendar queue
+//! (see [`cq`](super::cq)).
 //!
 //! The fair-queueing cores commit to the head length a unit reports when it is
 //! activated or served (see [`FlowCore`]); a later packet that changes a child's
@@ -13,6 +14,7 @@
 
 use eiffel_queue::{AnyQueue, Handle, PriorityQueue, QueueKind};
 
+use super::cq::CalendarSched;
 use super::select::QueuePlan;
 use super::txn::{vt_cost, Builtin, Unit};
 use crate::flows::FlowCore;
@@ -116,6 +118,8 @@ pub(crate) enum NodeSched {
     Hclock(Hclock),
     /// A fair-queueing core and the per-unit state the tree keeps beside it.
     Core(Core, Vec<Unit>),
+    /// A calendar-queue discipline (`cq-*`).
+    Calendar(CalendarSched),
 }
 
 fn queue_of(plan: &QueuePlan) -> Result<AnyQueue<u32>, ConfigError> {
@@ -205,6 +209,7 @@ impl NodeSched {
             NodeSched::Ranked(r) => &mut r.units,
             NodeSched::Hclock(h) => &mut h.units,
             NodeSched::Core(_, units) => units,
+            NodeSched::Calendar(c) => &mut c.units,
         }
     }
 
@@ -214,6 +219,7 @@ impl NodeSched {
             NodeSched::Ranked(r) => r.queue.len(),
             NodeSched::Hclock(h) => h.shares.len(),
             NodeSched::Core(c, _) => core!(c, x => x.backlogged()) as usize,
+            NodeSched::Calendar(c) => c.len(),
         }
     }
 
@@ -222,6 +228,7 @@ impl NodeSched {
             NodeSched::Ranked(r) => r.handles[u as usize].is_some(),
             NodeSched::Hclock(h) => h.ph[u as usize].is_some(),
             NodeSched::Core(c, _) => core!(c, x => x.is_backlogged(u)),
+            NodeSched::Calendar(c) => c.is_active(u),
         }
     }
 
@@ -247,18 +254,52 @@ impl NodeSched {
                 place(&mut h.shares, &mut h.ph, u, rank);
             }
             NodeSched::Core(c, _) => core!(c, x => x.activate(u, head.len)),
+            NodeSched::Calendar(c) => c.activate(u, head, now),
         }
     }
 
     #[inline]
     pub(crate) fn on_enqueue(&mut self, u: u32, pkt: &Packet, head: &Packet, now: Nanos) {
-        if let NodeSched::Ranked(r) = self {
-            if let Some(rank) =
-                r.txn
-                    .on_enqueue(&mut r.units[u as usize], pkt, head, now, r.is_flow)
-            {
-                place(&mut r.queue, &mut r.handles, u, rank);
+        match self {
+            NodeSched::Ranked(r) => {
+                if let Some(rank) =
+                    r.txn
+                        .on_enqueue(&mut r.units[u as usize], pkt, head, now, r.is_flow)
+                {
+                    place(&mut r.queue, &mut r.handles, u, rank);
+                }
             }
+            NodeSched::Calendar(c) => c.on_enqueue(u, head, now),
+            NodeSched::Hclock(_) | NodeSched::Core(..) => {}
+        }
+    }
+
+    /// A packet joined flow `u` of a per-flow leaf (before it is activated or
+    /// re-ranked): disciplines that rank each packet on arrival record it.
+    #[inline]
+    pub(crate) fn on_arrival(&mut self, u: u32, pkt: &Packet) {
+        if let NodeSched::Calendar(c) = self {
+            c.on_arrival(u, pkt);
+        }
+    }
+
+    /// Whether the discipline refuses `pkt` for unit `u`, which has `queued` bytes
+    /// in its subtree (the leaky bucket filter).
+    #[inline]
+    pub(crate) fn refuses(&self, u: u32, pkt: &Packet, queued: u64, now: Nanos) -> bool {
+        match self {
+            NodeSched::Calendar(c) => c.refuses(u, pkt, queued, now),
+            _ => false,
+        }
+    }
+
+    /// When a node that holds units but may not send any by `now` can next send
+    /// (non-work-conserving disciplines); `None` if it may send now or is empty.
+    #[inline]
+    pub(crate) fn hold(&self, now: Nanos) -> Option<Nanos> {
+        match self {
+            NodeSched::Calendar(c) => c.hold(now),
+            _ => None,
         }
     }
 
@@ -278,6 +319,18 @@ impl NodeSched {
                 h.shares.peek().map(|(_, _, &u)| u)
             }
             NodeSched::Core(c, _) => core!(c, x => x.peek()),
+            NodeSched::Calendar(c) => c.select(now),
+        }
+    }
+
+    /// The unit `select` would return, without the side effects of the link's
+    /// request (a calendar's rotation): what the tree reads to rank a node's head
+    /// while a packet arrives.
+    #[inline]
+    pub(crate) fn peek(&mut self, now: Nanos) -> Option<u32> {
+        match self {
+            NodeSched::Calendar(c) => c.peek(now),
+            _ => self.select(now),
         }
     }
 
@@ -316,6 +369,7 @@ impl NodeSched {
                 }
             }
             NodeSched::Core(c, _) => core!(c, x => x.served(u, next.map(|p| p.len))),
+            NodeSched::Calendar(c) => c.served(u, sent, next, now),
         }
     }
 
@@ -346,6 +400,7 @@ impl NodeSched {
                 );
             }
             NodeSched::Core(c, _) => core!(c, x => x.check_invariants()),
+            NodeSched::Calendar(c) => c.check_invariants(),
         }
     }
 }

@@ -18,8 +18,12 @@
 //! maximum-size packet's worth of tokens, so it never goes negative, and over any
 //! interval of length `T` at most `r T + burst` bytes leave. Long-run, the rate is
 //! exactly `r`: `TAT` advances by the exact cost of every byte, whatever the
-//! release times. Costs are kept in units of 2^-32 ns, so even at 100 Gbit/s a
-//! packet's cost carries no rounding that would bias the rate.
+//! release times. Times are kept in ticks of `1/r` ns, in which every cost is a
+//! whole number (`8 * 10^9` ticks per byte), so no packet's cost is ever rounded.
+//! Since `now` has whole-nanosecond resolution and release times are rounded up, a
+//! send less than 1 ns after `TAT` counts as on time; otherwise every send at its
+//! release time would lose a fraction of a nanosecond and the rate would fall
+//! short of `r`. A `u128` of ticks holds 10^12 ns at 10^14 bit/s.
 //!
 //! ## The shaper
 //! A [`TimingWheel`] of release events. Its slot granularity `g` is the shaping
@@ -29,22 +33,22 @@
 //! slot and re-checked when released (refiled if still early), so no limit is ever
 //! broken by the horizon.
 
-use eiffel_queue::{OutOfRange, TimingWheel, WheelConfig};
+use eiffel_queue::{Handle, OutOfRange, TimingWheel, WheelConfig};
 
 use super::spec::{RateLimit, ShaperSpec};
 use crate::packet::Nanos;
 use crate::scheduler::ConfigError;
 
-/// Fraction bits of the GCRA's fixed-point nanoseconds.
-const FRAC: u32 = 32;
+/// Ticks (of `1/rate` ns) per byte: `8 * 10^9`, whatever the rate.
+const TICKS_PER_BYTE: u128 = 8_000_000_000;
 
 /// A rate limit's state: rate, burst tolerance, theoretical arrival time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Gcra {
     rate: u64,
-    /// `(burst - mtu) / rate`, fixed point.
+    /// `(burst - mtu) / rate`, in ticks.
     tau: u128,
-    /// Theoretical arrival time, fixed point.
+    /// Theoretical arrival time, in ticks.
     tat: u128,
 }
 
@@ -57,7 +61,7 @@ impl Gcra {
         let extra = limit.burst.saturating_sub(u64::from(mtu));
         Gcra {
             rate,
-            tau: cost(rate, extra),
+            tau: u128::from(extra) * TICKS_PER_BYTE,
             tat: 0,
         }
     }
@@ -66,7 +70,7 @@ impl Gcra {
     #[inline]
     #[must_use]
     pub fn conforms(&self, now: Nanos) -> bool {
-        fixed(now) + self.tau >= self.tat
+        self.ticks(now) + self.tau >= self.tat
     }
 
     /// The earliest time the unit may send (at or before `now` if it may now).
@@ -74,19 +78,20 @@ impl Gcra {
     #[must_use]
     pub fn release_time(&self) -> Nanos {
         let t = self.tat.saturating_sub(self.tau);
-        (t.div_ceil(1 << FRAC)).min(u128::from(u64::MAX)) as Nanos
+        (t.div_ceil(u128::from(self.rate))).min(u128::from(u64::MAX)) as Nanos
     }
 
-    /// Accounts `len` bytes sent at `now`.
-    ///
-    /// A send up to 1 ns after `TAT` still counts from `TAT`: release times are whole
-    /// nanoseconds rounded up, and restarting from the rounded time would lose the
-    /// fraction on every packet (15% of the rate for 64-byte packets at 100 Gbit/s).
-    /// Later sends restart from `now`, so idle time earns no credit.
+    /// Accounts `len` bytes sent at `now` (less than 1 ns after `TAT` counts as
+    /// on time: see the module docs).
     #[inline]
     pub fn on_send(&mut self, now: Nanos, len: u32) {
-        let start = self.tat.max(fixed(now).saturating_sub(1 << FRAC));
-        self.tat = start + cost(self.rate, u64::from(len));
+        let on_time = self.ticks(now).saturating_sub(u128::from(self.rate) - 1);
+        self.tat = self.tat.max(on_time) + u128::from(len) * TICKS_PER_BYTE;
+    }
+
+    #[inline]
+    fn ticks(&self, ns: Nanos) -> u128 {
+        u128::from(ns) * u128::from(self.rate)
     }
 
     /// The configured rate in bits per second.
@@ -94,17 +99,6 @@ impl Gcra {
     pub fn rate(&self) -> u64 {
         self.rate
     }
-}
-
-#[inline]
-fn fixed(ns: Nanos) -> u128 {
-    u128::from(ns) << FRAC
-}
-
-/// Time to send `bytes` at `rate` bits/s, in fixed-point nanoseconds.
-#[inline]
-fn cost(rate: u64, bytes: u64) -> u128 {
-    ((u128::from(bytes) * 8 * 1_000_000_000) << FRAC) / u128::from(rate)
 }
 
 /// A throttled unit: the node whose output is limited, and for per-flow leaves the
@@ -156,16 +150,29 @@ impl Shaper {
         self.wheel.is_empty()
     }
 
-    /// Files `unit` for release at `at`.
+    /// Files `unit` for release at `at`; the handle moves or withdraws it.
     ///
     /// # Panics
     /// If more units are throttled than the capacity given at construction (the
     /// tree sizes it to the number of limited units, each filed at most once).
-    pub fn throttle(&mut self, now: Nanos, at: Nanos, unit: Throttled) {
+    pub fn throttle(&mut self, now: Nanos, at: Nanos, unit: Throttled) -> Handle {
         let key = u64::from(unit.node) << 32 | u64::from(unit.flow);
-        if self.wheel.insert(now, at, key).is_err() {
-            unreachable!("the shaper holds every limited unit at most once");
+        match self.wheel.insert(now, at, key) {
+            Ok(h) => h,
+            Err(_) => unreachable!("the shaper holds every limited unit at most once"),
         }
+    }
+
+    /// Moves the unit filed under `handle` to release at `at`.
+    pub fn reschedule(&mut self, handle: Handle, at: Nanos) {
+        let moved = self.wheel.reschedule(handle, at);
+        debug_assert!(moved.is_ok(), "rescheduling a released unit: {moved:?}");
+    }
+
+    /// Withdraws the unit filed under `handle` before its release.
+    pub fn withdraw(&mut self, handle: Handle) {
+        let removed = self.wheel.remove(handle);
+        debug_assert!(removed.is_some(), "withdrawing a released unit");
     }
 
     /// The next unit whose release time has come by `now`.
@@ -236,7 +243,9 @@ mod tests {
             g.on_send(t, 1_500);
         }
         assert_eq!(g.release_time(), 120_000_000);
-        // 64-byte packets at 100 Gbit/s cost 5.12 ns: fractions accumulate exactly.
+        // 64-byte packets at 100 Gbit/s cost 5.12 ns: a sender released at whole
+        // nanoseconds keeps the fractions, and the 2^-16 ns fixed point loses under
+        // 2^-16 ns per packet (under 16 ns in a million packets, 3 ppm).
         let mut g = Gcra::new(
             RateLimit {
                 rate: 100_000_000_000,
@@ -248,7 +257,7 @@ mod tests {
             let t = g.release_time();
             g.on_send(t, 64);
         }
-        assert_eq!(g.release_time(), 5_120_000);
+        assert_eq!(g.release_time(), 5_120_000, "1M packets of 5.12 ns");
     }
 
     #[test]

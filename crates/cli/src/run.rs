@@ -1,0 +1,377 @@
+//! `eiffel run`: a workload through a policy over an emulated link, in virtual
+//! time. Parses the arguments, calls [`eiffel_policy::run()`], and renders the
+//! report as tables, JSON or an SVG of rates over time.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use eiffel_policy::run::{RunOptions, RunReport};
+use eiffel_policy::units::{self, fmt_rate, fmt_time, RateUnit, TimeUnit};
+use eiffel_policy::{Policy, WorkloadFile, FIG6_POLICY, FIG6_WORKLOAD};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::output::{fmt_f, Table};
+
+/// Arguments of `eiffel run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The policy file (default: the built-in Eiffel Fig. 6 demo).
+    pub policy: Option<PathBuf>,
+    /// The workload file (default: the built-in demo's, or
+    /// `../workloads/<policy name>.toml` next to the policy).
+    #[arg(long)]
+    pub workload: Option<PathBuf>,
+    /// Link rate, e.g. "10Gbit" (default: the workload's).
+    #[arg(long, value_parser = parse_rate)]
+    pub link_rate: Option<u64>,
+    /// Simulated time, e.g. "5s" (default: the workload's).
+    #[arg(long, value_parser = parse_time)]
+    pub duration: Option<u64>,
+    /// Generator seed (default: the workload's).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Write rates over time per leaf as an SVG chart.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// Also run the same workload (same seed, link and duration) through this
+    /// policy and compare the flow groups side by side; may be repeated.
+    #[arg(long, value_name = "POLICY")]
+    pub compare: Vec<PathBuf>,
+}
+
+fn parse_rate(s: &str) -> Result<u64, String> {
+    units::parse::<RateUnit>(s).map(|q| q.get())
+}
+
+fn parse_time(s: &str) -> Result<u64, String> {
+    units::parse::<TimeUnit>(s).map(|q| q.get())
+}
+
+/// The workload file that goes with `policy` when none is given:
+/// `<dir>/../workloads/<stem>.toml`.
+fn sibling_workload(policy: &Path) -> Option<PathBuf> {
+    let stem = policy.file_stem()?;
+    let dir = policy.parent()?;
+    let candidate = dir
+        .join("..")
+        .join("workloads")
+        .join(stem)
+        .with_extension("toml");
+    candidate.is_file().then_some(candidate)
+}
+
+/// Runs the command.
+pub fn run(args: &RunArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let (policy, workload) = match &args.policy {
+        None => {
+            let policy = Policy::parse(FIG6_POLICY, "examples/policies/fig6.toml (built in)")?;
+            let workload = match &args.workload {
+                Some(w) => WorkloadFile::load(w)?,
+                None => {
+                    WorkloadFile::parse(FIG6_WORKLOAD, "examples/workloads/fig6.toml (built in)")?
+                }
+            };
+            (policy, workload)
+        }
+        Some(p) => {
+            let policy = Policy::load(p)?;
+            let path = match &args.workload {
+                Some(w) => w.clone(),
+                None => sibling_workload(p).ok_or_else(|| {
+                    format!(
+                        "no workload for {}: give --workload FILE (none found at ../workloads/{}.toml)",
+                        p.display(),
+                        p.file_stem().map_or(String::new(), |s| s.to_string_lossy().into_owned())
+                    )
+                })?,
+            };
+            (policy, WorkloadFile::load(&path)?)
+        }
+    };
+    let mut opts = RunOptions::from_workload(&workload);
+    if let Some(r) = args.link_rate {
+        if r == 0 {
+            return Err("--link-rate must be positive".into());
+        }
+        opts.link_rate = r;
+    }
+    if let Some(d) = args.duration {
+        if d == 0 {
+            return Err("--duration must be positive".into());
+        }
+        opts.duration = d;
+    }
+    if let Some(s) = args.seed {
+        opts.seed = s;
+    }
+    let others = args
+        .compare
+        .iter()
+        .map(Policy::load)
+        .collect::<Result<Vec<_>, _>>()?;
+    let report = run_one(&policy, &workload, opts);
+    let compared: Vec<RunReport> = others.iter().map(|p| run_one(p, &workload, opts)).collect();
+    if let Some(path) = &args.plot {
+        plot(&report, path)?;
+    }
+    if args.json {
+        if compared.is_empty() {
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        } else {
+            let runs: Vec<&RunReport> = std::iter::once(&report).chain(&compared).collect();
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&serde_json::json!({ "runs": runs }))?
+            );
+        }
+    } else {
+        print!("{}", render(&report));
+        if !compared.is_empty() {
+            print!("\n{}", render_comparison(&report, &compared));
+        }
+        if let Some(path) = &args.plot {
+            println!("rates over time written to {}", path.display());
+        }
+    }
+    Ok(())
+}
+
+/// Runs `workload` through `policy`, with a progress bar on a terminal.
+fn run_one(policy: &Policy, workload: &WorkloadFile, opts: RunOptions) -> RunReport {
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = ProgressBar::new(opts.duration / 1_000_000);
+        bar.set_style(
+            ProgressStyle::with_template("{bar:40} {pos}/{len} ms simulated ({elapsed})")
+                .expect("valid template"),
+        );
+        bar
+    });
+    let progress = bar.clone();
+    let report = eiffel_policy::run(policy, workload, opts, move |now| {
+        if let Some(b) = &progress {
+            b.set_position(now / 1_000_000);
+        }
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    report
+}
+
+/// The flow groups of several runs of one workload, side by side.
+#[must_use]
+pub fn render_comparison(first: &RunReport, others: &[RunReport]) -> String {
+    let mut out = String::from("comparison (same workload, seed, link and duration):\n");
+    let mut t = Table::new([
+        "flow",
+        "policy",
+        "throughput",
+        "p99",
+        "fct done",
+        "fct mean",
+        "fct p50",
+        "fct p99",
+    ]);
+    for f in &first.flows {
+        for r in std::iter::once(first).chain(others) {
+            let Some(g) = r.flows.iter().find(|g| g.name == f.name) else {
+                continue;
+            };
+            let (done, mean, p50, p99) = match &g.fct {
+                Some(c) => (
+                    format!("{}/{}", c.completed, c.flows),
+                    latency(c.mean_ns as u64),
+                    latency(c.p50_ns),
+                    latency(c.p99_ns),
+                ),
+                None => ("-".into(), "-".into(), "-".into(), "-".into()),
+            };
+            t.row([
+                g.name.clone(),
+                r.policy.clone(),
+                fmt_rate(g.throughput_bps),
+                latency(g.latency.p99_latency_ns),
+                done,
+                mean,
+                p50,
+                p99,
+            ]);
+        }
+    }
+    out.push_str(&t.render());
+    out
+}
+
+fn latency(ns: u64) -> String {
+    if ns == 0 {
+        "-".into()
+    } else {
+        fmt_time(ns as f64)
+    }
+}
+
+/// The report as text: the run, the nodes, the flows, the totals.
+#[must_use]
+pub fn render(r: &RunReport) -> String {
+    let mut out = format!(
+        "eiffel run: {} over a {} link for {} of virtual time (seed {}, shaper precision {})\n\n",
+        r.policy,
+        fmt_rate(r.link_rate_bps as f64),
+        fmt_time(r.duration_ns as f64),
+        r.seed,
+        fmt_time(r.shaper_granularity_ns as f64)
+    );
+    let mut t = Table::new([
+        "node",
+        "discipline",
+        "weight",
+        "throughput",
+        "share",
+        "limit",
+        "p50",
+        "p99",
+        "p999",
+        "queued",
+        "drops",
+    ]);
+    for n in &r.nodes {
+        let drops = if n.drops.is_empty() {
+            "0".to_string()
+        } else {
+            n.drops
+                .iter()
+                .map(|(k, v)| format!("{v} {k}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        t.row([
+            format!(
+                "{}{}",
+                "  ".repeat(n.depth),
+                n.path.rsplit('/').next().unwrap_or(&n.path)
+            ),
+            n.discipline.clone().unwrap_or_else(|| "fifo".into()),
+            n.weight.to_string(),
+            fmt_rate(n.throughput_bps),
+            n.share_of_parent
+                .map_or_else(|| "-".into(), |s| format!("{}%", fmt_f(s * 100.0, 1))),
+            n.limit_bps
+                .map_or_else(|| "-".into(), |l| fmt_rate(l as f64)),
+            latency(n.latency.p50_latency_ns),
+            latency(n.latency.p99_latency_ns),
+            latency(n.latency.p999_latency_ns),
+            n.queued.to_string(),
+            drops,
+        ]);
+    }
+    out.push_str(&t.render());
+    out.push('\n');
+    let mut t = Table::new([
+        "flow",
+        "count",
+        "leaf",
+        "offered",
+        "throughput",
+        "p50",
+        "p99",
+        "p999",
+        "dropped",
+        "fct done",
+        "fct p50",
+        "fct p99",
+    ]);
+    for f in &r.flows {
+        let drops = if f.drops.is_empty() {
+            "0".to_string()
+        } else {
+            f.drops
+                .iter()
+                .map(|(k, v)| format!("{v} {k}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let (done, p50, p99) = match &f.fct {
+            Some(c) => (
+                format!("{}/{}", c.completed, c.flows),
+                latency(c.p50_ns),
+                latency(c.p99_ns),
+            ),
+            None => ("-".into(), "-".into(), "-".into()),
+        };
+        t.row([
+            f.name.clone(),
+            f.count.to_string(),
+            f.leaves.join(","),
+            fmt_rate(f.offered_bps),
+            fmt_rate(f.throughput_bps),
+            latency(f.latency.p50_latency_ns),
+            latency(f.latency.p99_latency_ns),
+            latency(f.latency.p999_latency_ns),
+            drops,
+            done,
+            p50,
+            p99,
+        ]);
+    }
+    out.push_str(&t.render());
+    let c = &r.totals;
+    out.push_str(&format!(
+        "\ntotals: {} enqueued = {} dequeued + {} dropped + {} queued\n",
+        c.enqueued, c.dequeued, c.dropped, c.queued
+    ));
+    out
+}
+
+/// Writes rates over time per leaf as an SVG line chart.
+fn plot(r: &RunReport, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    use plotters::prelude::*;
+    let bins = r.series.first().map_or(0, |s| s.rates_bps.len());
+    let secs = r.bin_ns as f64 / 1e9;
+    let x_max = (bins as f64 * secs).max(secs);
+    let y_max = r
+        .series
+        .iter()
+        .flat_map(|s| s.rates_bps.iter())
+        .fold(0.0f64, |a, &b| a.max(b))
+        / 1e6
+        * 1.1;
+    let root = SVGBackend::new(path, (960, 540)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(format!("{}: rates per leaf", r.policy), ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..x_max, 0.0..y_max.max(1e-3))?;
+    chart
+        .configure_mesh()
+        .x_desc("time (s)")
+        .y_desc("Mbit/s")
+        .draw()?;
+    for (i, s) in r.series.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(LineSeries::new(
+                s.rates_bps
+                    .iter()
+                    .enumerate()
+                    .map(|(b, &v)| ((b as f64 + 0.5) * secs, v / 1e6)),
+                color.stroke_width(2),
+            ))?
+            .label(s.path.clone())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+            });
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}

@@ -1,0 +1,152 @@
+//! The compiled form of a policy as `eiffel check` prints it: the tree, indented,
+//! with each node's discipline, its settings at its parent, its limits, its
+//! per-flow settings and the priority queue chosen for it (with the Eiffel Fig. 16
+//! branch that chose it); the shaper's geometry and precision; and the rules.
+
+use std::fmt::Write as _;
+
+use eiffel_sched::tree::{QueuePlan, TreeSpec};
+use eiffel_sched::PolicyTree;
+
+use crate::units::{fmt_rate, fmt_size, fmt_time};
+use crate::Policy;
+
+fn plan(p: &QueuePlan) -> String {
+    let how = if p.automatic { "auto" } else { "set" };
+    format!(
+        "{} ({how}: {}), granularity {}, {} buckets",
+        p.kind.name(),
+        p.reason,
+        p.config.granularity,
+        p.config.buckets
+    )
+}
+
+/// Units the shaper may hold: limited nodes plus the flows of paced leaves.
+fn limited_units(spec: &TreeSpec) -> u64 {
+    spec.nodes
+        .iter()
+        .map(|n| {
+            u64::from(n.limit.is_some())
+                + n.per_flow
+                    .filter(|pf| pf.flow_limit.is_some())
+                    .map_or(0, |pf| u64::from(pf.max_flows))
+        })
+        .sum()
+}
+
+/// The text `eiffel check` prints for `policy` built as `tree`.
+#[must_use]
+pub fn describe(policy: &Policy, tree: &PolicyTree) -> String {
+    let spec = policy.spec();
+    let mut out = String::new();
+    let kids = spec.child_lists();
+    let leaves = kids.iter().filter(|k| k.is_empty()).count();
+    let _ = writeln!(
+        out,
+        "policy {}: {} nodes, {} leaves, capacity {} packets, mtu {}",
+        policy.file_name(),
+        spec.nodes.len(),
+        leaves,
+        spec.capacity,
+        fmt_size(u64::from(spec.mtu))
+    );
+    let _ = writeln!(out, "\ntree:");
+    let root = spec.root().expect("validated");
+    write_node(&mut out, policy, tree, &kids, root, 1);
+    let _ = writeln!(
+        out,
+        "\nshaper: one timing wheel for the whole tree, {} slots over {}: precision {}; {} limited units",
+        spec.shaper.slots,
+        fmt_time(spec.shaper.horizon as f64),
+        fmt_time(tree.shaper_granularity() as f64),
+        limited_units(spec)
+    );
+    let _ = writeln!(out, "\nrules (first match wins):");
+    let cls = policy.classify_spec();
+    for (i, (rule, conds)) in cls.rules.iter().zip(policy.rule_sources()).enumerate() {
+        let conds: Vec<String> = conds.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+        let conds = if conds.is_empty() {
+            "any packet".to_string()
+        } else {
+            conds.join(", ")
+        };
+        let _ = writeln!(out, "  {}. {conds} -> {}", i + 1, rule.leaf);
+    }
+    let _ = writeln!(out, "  default -> {}", cls.default);
+    out
+}
+
+fn write_node(
+    out: &mut String,
+    policy: &Policy,
+    tree: &PolicyTree,
+    kids: &[Vec<usize>],
+    i: usize,
+    depth: usize,
+) {
+    let spec = policy.spec();
+    let view = tree.node(i);
+    let n = view.spec;
+    let pad = "  ".repeat(depth);
+    let mut line = format!("{pad}{}", n.name);
+    let kind = match (&view.discipline, view.is_leaf) {
+        (None, _) => format!("leaf (id {i}), fifo"),
+        (Some(d), true) => format!("per-flow leaf (id {i}), {d} over flows"),
+        (Some(d), false) => d.clone(),
+    };
+    let _ = write!(line, ": {kind}");
+    if let Some(p) = n.parent {
+        let pd = &spec.nodes[p].discipline;
+        match pd.name() {
+            "strict" => {
+                let _ = write!(line, ", priority {}", n.priority);
+            }
+            "fifo" | "edf" | "lstf" | "srpt" | "pfabric" => {}
+            _ => {
+                let _ = write!(line, ", weight {}", n.weight);
+            }
+        }
+    }
+    if let Some(r) = n.reservation {
+        let _ = write!(line, ", reservation {}", fmt_rate(r as f64));
+    }
+    if let Some(l) = n.limit {
+        let _ = write!(
+            line,
+            ", limit {} burst {}",
+            fmt_rate(l.rate as f64),
+            fmt_size(l.burst)
+        );
+    }
+    if let Some(c) = n.capacity {
+        let _ = write!(line, ", capacity {c} packets");
+    }
+    let _ = writeln!(out, "{line}");
+    if let Some(pf) = n.per_flow {
+        let mut s = format!("{pad}    flows: {}", pf.max_flows);
+        if let Some(l) = pf.flow_limit {
+            let _ = write!(
+                s,
+                ", each paced at {} burst {}",
+                fmt_rate(l.rate as f64),
+                fmt_size(l.burst)
+            );
+        }
+        if let Some(q) = pf.flow_queue_limit {
+            let _ = write!(s, ", at most {q} packets per flow");
+        }
+        let _ = writeln!(out, "{s}");
+    }
+    let names = if view.queues.len() == 2 {
+        ["reservations", "shares"].as_slice()
+    } else {
+        ["queue"].as_slice()
+    };
+    for (q, name) in view.queues.iter().zip(names) {
+        let _ = writeln!(out, "{pad}    {name}: {}", plan(q));
+    }
+    for &c in &kids[i] {
+        write_node(out, policy, tree, kids, c, depth + 1);
+    }
+}

@@ -1,0 +1,272 @@
+//! Errors that name the file, the line, the column and the key.
+//!
+//! serde's errors from the `toml` crate carry a byte span but no key; our own
+//! checks know the key but not always its position. A [`KeyIndex`], built from the
+//! same text with `toml_edit`, maps both ways between byte offsets and dotted key
+//! paths (`node[2].limit`, `classify.rule[0].leaf`; arrays are indexed from 0), so
+//! every error reads `FILE:LINE:COL: key `PATH`: message`.
+
+use std::ops::Range;
+
+/// A policy or workload file that cannot be used.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PolicyError {
+    /// The file could not be read.
+    #[error("{file}: {message}")]
+    Io {
+        /// The file name.
+        file: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// A mistake in the file.
+    #[error("{file}:{line}:{column}: key `{key}`: {message}")]
+    Invalid {
+        /// The file name.
+        file: String,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column (in characters).
+        column: usize,
+        /// Dotted path of the key the mistake is in.
+        key: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl PolicyError {
+    /// The key named by the error, if it points into the file.
+    #[must_use]
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            PolicyError::Invalid { key, .. } => Some(key),
+            PolicyError::Io { .. } => None,
+        }
+    }
+
+    /// The 1-based line of the error, if it points into the file.
+    #[must_use]
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            PolicyError::Invalid { line, .. } => Some(*line),
+            PolicyError::Io { .. } => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Entry {
+    path: String,
+    key: Range<usize>,
+    value: Range<usize>,
+}
+
+/// Byte offsets to key paths and back, for one file's text.
+#[derive(Clone, Debug)]
+pub(crate) struct KeyIndex {
+    file: String,
+    text: String,
+    entries: Vec<Entry>,
+}
+
+fn join(prefix: &str, key: &str) -> String {
+    if prefix.is_empty() {
+        key.to_string()
+    } else {
+        format!("{prefix}.{key}")
+    }
+}
+
+impl KeyIndex {
+    /// Indexes `text` (already known to be valid TOML) of file `file`.
+    pub(crate) fn new(file: &str, text: &str) -> KeyIndex {
+        let mut entries = Vec::new();
+        if let Ok(doc) = toml_edit::ImDocument::parse(text) {
+            walk_table(doc.as_table(), "", &mut entries);
+        }
+        KeyIndex {
+            file: file.to_string(),
+            text: text.to_string(),
+            entries,
+        }
+    }
+
+    /// The innermost key whose name or value contains byte `offset`.
+    fn path_at(&self, offset: usize) -> Option<&Entry> {
+        self.entries
+            .iter()
+            .filter(|e| e.key.contains(&offset) || e.value.contains(&offset))
+            .min_by_key(|e| {
+                let span = e.value.end.max(e.key.end) - e.value.start.min(e.key.start);
+                (span, usize::MAX - e.path.len())
+            })
+    }
+
+    /// The span of `path`'s value (or of the key when the value has none).
+    pub(crate) fn span_of(&self, path: &str) -> Option<Range<usize>> {
+        self.entries.iter().find(|e| e.path == path).map(|e| {
+            if e.value.is_empty() {
+                e.key.clone()
+            } else {
+                e.value.clone()
+            }
+        })
+    }
+
+    /// 1-based line and column of byte `offset`.
+    fn line_col(&self, offset: usize) -> (usize, usize) {
+        let offset = offset.min(self.text.len());
+        let before = &self.text[..offset];
+        let line = before.matches('\n').count() + 1;
+        let start = before.rfind('\n').map_or(0, |i| i + 1);
+        (line, before[start..].chars().count() + 1)
+    }
+
+    /// 1-based line of byte `offset`.
+    pub(crate) fn line_of(&self, offset: usize) -> usize {
+        self.line_col(offset).0
+    }
+
+    /// The source text of `path`'s value.
+    pub(crate) fn source_of(&self, path: &str) -> Option<&str> {
+        self.span_of(path).and_then(|s| self.text.get(s))
+    }
+
+    /// Paths of the keys directly under `prefix` (`prefix.k`), in file order.
+    pub(crate) fn children_of(&self, prefix: &str) -> Vec<&str> {
+        let mut v: Vec<&Entry> = self
+            .entries
+            .iter()
+            .filter(|e| {
+                e.path
+                    .strip_prefix(prefix)
+                    .and_then(|rest| rest.strip_prefix('.'))
+                    .is_some_and(|rest| !rest.contains(['.', '[']))
+            })
+            .collect();
+        v.sort_by_key(|e| e.key.start);
+        v.into_iter().map(|e| e.path.as_str()).collect()
+    }
+
+    /// An error at `path` (pointing at its value), or at the file's start if the
+    /// key is absent.
+    pub(crate) fn at_key(&self, path: &str, message: impl Into<String>) -> PolicyError {
+        let offset = self.span_of(path).map_or(0, |s| s.start);
+        self.error(offset, path, message)
+    }
+
+    /// An error at byte `offset`, naming `key`.
+    pub(crate) fn error(
+        &self,
+        offset: usize,
+        key: &str,
+        message: impl Into<String>,
+    ) -> PolicyError {
+        let (line, column) = self.line_col(offset);
+        PolicyError::Invalid {
+            file: self.file.clone(),
+            line,
+            column,
+            key: key.to_string(),
+            message: message.into(),
+        }
+    }
+
+    /// An error at byte `offset`, naming the key found there.
+    pub(crate) fn error_at(&self, offset: usize, message: impl Into<String>) -> PolicyError {
+        let key = self
+            .path_at(offset)
+            .map_or_else(|| self.key_on_line(offset), |e| e.path.clone());
+        self.error(offset, &key, message)
+    }
+
+    /// For text that does not parse (no index): the key written on `offset`'s
+    /// line, under the last table header above it.
+    fn key_on_line(&self, offset: usize) -> String {
+        let offset = offset.min(self.text.len());
+        let start = self.text[..offset].rfind('\n').map_or(0, |i| i + 1);
+        let line = self.text[start..].lines().next().unwrap_or("");
+        let table = self.text[..start]
+            .lines()
+            .rev()
+            .map(str::trim)
+            .find(|l| l.starts_with('['))
+            .map(|l| l.trim_matches(|c| c == '[' || c == ']').trim().to_string());
+        let key = line
+            .split_once('=')
+            .map(|(k, _)| k.trim().trim_matches('"').to_string())
+            .filter(|k| !k.is_empty() && !k.starts_with('['));
+        match (table, key) {
+            (Some(t), Some(k)) => format!("{t}.{k}"),
+            (None, Some(k)) => k,
+            (Some(t), None) => t,
+            (None, None) => "(top level)".to_string(),
+        }
+    }
+
+    /// A deserialization or syntax error from the `toml` crate.
+    pub(crate) fn toml_error(&self, e: &toml::de::Error) -> PolicyError {
+        let offset = e.span().map_or(0, |s| s.start);
+        let message = e.message().trim().to_string();
+        self.error_at(offset, message)
+    }
+}
+
+fn walk_table(table: &toml_edit::Table, prefix: &str, out: &mut Vec<Entry>) {
+    for (k, _) in table.iter() {
+        if let Some((key, item)) = table.get_key_value(k) {
+            walk_item(key.span(), item, &join(prefix, k), out);
+        }
+    }
+}
+
+fn walk_item(key: Option<Range<usize>>, item: &toml_edit::Item, path: &str, out: &mut Vec<Entry>) {
+    let key = key.unwrap_or(0..0);
+    match item {
+        toml_edit::Item::None => {}
+        toml_edit::Item::Value(v) => walk_value(key, v, path, out),
+        toml_edit::Item::Table(t) => {
+            out.push(Entry {
+                path: path.to_string(),
+                key: key.clone(),
+                value: t.span().unwrap_or(key),
+            });
+            walk_table(t, path, out);
+        }
+        toml_edit::Item::ArrayOfTables(a) => {
+            for (i, t) in a.iter().enumerate() {
+                let p = format!("{path}[{i}]");
+                out.push(Entry {
+                    path: p.clone(),
+                    key: 0..0,
+                    value: t.span().unwrap_or(0..0),
+                });
+                walk_table(t, &p, out);
+            }
+        }
+    }
+}
+
+fn walk_value(key: Range<usize>, v: &toml_edit::Value, path: &str, out: &mut Vec<Entry>) {
+    out.push(Entry {
+        path: path.to_string(),
+        key,
+        value: v.span().unwrap_or(0..0),
+    });
+    match v {
+        toml_edit::Value::InlineTable(t) => {
+            for (k, _) in t.iter() {
+                if let Some((key, item)) = t.get_key_value(k) {
+                    walk_item(key.span(), item, &join(path, k), out);
+                }
+            }
+        }
+        toml_edit::Value::Array(a) => {
+            for (i, v) in a.iter().enumerate() {
+                walk_value(0..0, v, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}

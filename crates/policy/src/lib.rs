@@ -1,0 +1,257 @@
+//! Eiffel policy files: a scheduling policy written as a TOML tree, compiled into
+//! the [`PolicyTree`] of `eiffel-sched` and a classifier from `eiffel-net`, and
+//! workloads to run it against on an emulated link ([`run()`](mod@run)).
+//!
+//! # Policy files
+//! ```toml
+//! capacity = 100000            # packets the whole tree holds (default 65536)
+//! mtu = "1500B"                # largest packet (default 1500 B)
+//!
+//! [shaper]                     # the ONE shaper of the tree: a timing wheel
+//! horizon = "100ms"            # time covered ahead of now (default 1 s)
+//! slots = 100000               # precision = horizon / slots (default 65536)
+//!
+//! [[node]]                     # the root: the node without `parent`
+//! name = "root"
+//! discipline = "wfq"           # how it orders its children
+//! limit = "50Mbit"             # rate limit on its output...
+//! burst = "3000B"              # ...with this burst (default one mtu)
+//!
+//! [[node]]
+//! name = "left"
+//! parent = "root"
+//! weight = 3                   # share at a weighted parent
+//!
+//! [[node]]
+//! name = "right"
+//! parent = "root"
+//! discipline = "wfq"
+//! limit = "10Mbit"
+//!
+//! [[node]]
+//! name = "flows"
+//! parent = "right"
+//! discipline = "pfabric"       # a per-flow leaf: one FIFO per flow, flows ranked
+//! flows = 1024                 # flow ids 0..1024
+//!
+//! [classify]                   # which packets go to which leaf
+//! default = "left"
+//! [[classify.rule]]
+//! leaf = "flows"
+//! class = 1                    # workload class (or `flow` ids, or header fields)
+//! ```
+//!
+//! ## Node keys
+//! | key | value | meaning |
+//! |---|---|---|
+//! | `name` | string, unique | the node's name (leaves are addressed by it) |
+//! | `parent` | a node name | absent for the root, present for every other node |
+//! | `discipline` | `fifo` (default), `strict`, `wfq` (= `stfq`), `edf`, `lstf`, `srpt`, `pfabric`, `hclock`, `qfq`, `drr`, `wf2q+`, and the calendar-queue policies `cq-wfq`, `cq-wfq-burst`, `cq-edf`, `cq-policer` (= `cq-leaky-bucket`), `cq-pfabric-fair` | how the node orders its children, or a per-flow leaf its flows |
+//! | `weight` | integer 1..=65536 (default 1) | share at a weighted parent (`wfq`, `qfq`, `drr`, `wf2q+`, `hclock`) |
+//! | `priority` | integer 0..=63 (default 0) | level at a `strict` parent, 0 served first |
+//! | `reservation` | rate | guaranteed rate at an `hclock` parent |
+//! | `limit`, `burst` | rate, size | rate limit on the node's output, enforced by the shaper (burst default: one mtu) |
+//! | `capacity` | integer | most packets queued at this leaf |
+//! | `queue` | `auto` (default), `ffs`, `hffs`, `cffs`, `gradient`, `approx_gradient`, `circular_approx_gradient`, `bucket_heap`, `binary_heap`, `calendar` | the node's integer priority queue; `auto` follows the Eiffel paper's Fig. 16 decision tree |
+//! | `granularity`, `buckets`, `occupancy` | integers, a fraction | the queue's geometry and the expected occupancy the automatic choice uses |
+//! | `flows` | integer | makes a leaf per-flow: flow ids `0..flows`, each with its own FIFO |
+//! | `flow_limit`, `flow_burst` | rate, size | pacing applied to every flow of a per-flow leaf separately |
+//! | `flow_queue` | integer | most packets one flow may queue |
+//! | `days` | integer, or a list of integers finest first | `cq-*`: days of the calendar, or of each level of a hierarchical one (`[16, 8, 8]`) |
+//! | `quantum` | size | `cq-wfq`, `cq-wfq-burst`: bytes per round at weight 1 (the paper's BpR); `cq-pfabric-fair`: remaining bytes of the current day |
+//! | `burst_allowance` | size | `cq-wfq-burst`: bytes a new or returning unit may send ahead of its share |
+//! | `period` | duration | `cq-edf`, `cq-policer`: the length of a day |
+//! | `rotation` | `"clock"` (default) or `"on-empty"` | `cq-edf`: head follows the clock, or the paper's Fig. 3 rotation with skew correction |
+//! | `rate`, `bucket` | rate, size | `cq-policer`: each unit's rate and bucket at weight 1 (scaled by weight); packets beyond the bucket are dropped as `policer` |
+//!
+//! The calendar parameters are described with their defaults and ranges on
+//! [`eiffel_sched::tree::spec::CalendarParams`].
+//!
+//! Rates, sizes and durations are strings with units ([`units`]): `"7Mbit"`,
+//! `"1500B"`, `"64KiB"`, `"2s"`. The `[classify]` section is `eiffel-net`'s
+//! [`ClassifySpec`]: `default` (required when the policy has more than one leaf),
+//! and `[[classify.rule]]`s tried in order, each with a `leaf` and conditions on
+//! header fields (`protocol`, `dst_port`, `src`, `dscp`, `vlan`, ...) for live
+//! traffic, or on workload ids (`flow`, `class`) for simulated runs.
+//!
+//! ## Checks
+//! Every mistake is an error `FILE:LINE:COL: key `PATH`: message` ([`PolicyError`]):
+//! unknown keys and disciplines, duplicate names, unknown parents, cycles, several
+//! roots, weights out of range, a rate or size without units, a burst without a
+//! limit, per-flow keys on a node with children, a discipline that orders children
+//! on a node without any, a leaf no rule reaches (unless it is the default), rules
+//! naming nodes that are not leaves, and everything the tree itself refuses.
+//!
+//! ```
+//! use eiffel_policy::Policy;
+//! let policy = Policy::parse(r#"
+//!     [[node]]
+//!     name = "root"
+//!     discipline = "strict"
+//!     [[node]]
+//!     name = "voice"
+//!     parent = "root"
+//!     [[node]]
+//!     name = "bulk"
+//!     parent = "root"
+//!     priority = 1
+//!     [classify]
+//!     default = "bulk"
+//!     [[classify.rule]]
+//!     leaf = "voice"
+//!     class = 0
+//! "#, "strict.toml").unwrap();
+//! assert_eq!(policy.classify_ids(7, 0), policy.leaf("voice").unwrap());
+//! let tree = policy.build();
+//! assert_eq!(tree.len(), 3);
+//!
+//! let err = Policy::parse("[[node]]\nname = \"a\"\nlimit = 7\n", "bad.toml").unwrap_err();
+//! assert!(err.to_string().starts_with("bad.toml:3:9: key `node[0].limit`: a bare number"));
+//! ```
+
+pub mod describe;
+mod error;
+mod file;
+pub mod run;
+pub mod units;
+pub mod workload;
+
+use std::path::Path;
+
+use eiffel_net::classify::{Classifier, ClassifyError, ClassifySpec, RuleSet};
+use eiffel_net::wire::FlowKey;
+use eiffel_sched::tree::TreeSpec;
+use eiffel_sched::{ClassId, PolicyTree};
+
+use error::KeyIndex;
+pub use error::PolicyError;
+pub use file::DEFAULT_CAPACITY;
+pub use run::{run, RunOptions, RunReport};
+pub use workload::WorkloadFile;
+
+/// The policy of the Eiffel paper's Fig. 6, shipped as `examples/policies/fig6.toml`.
+pub const FIG6_POLICY: &str = include_str!("../../../examples/policies/fig6.toml");
+
+/// The workload `eiffel run` uses with [`FIG6_POLICY`], shipped as
+/// `examples/workloads/fig6.toml`.
+pub const FIG6_WORKLOAD: &str = include_str!("../../../examples/workloads/fig6.toml");
+
+/// A validated policy: the tree's specification and the classification rules.
+#[derive(Clone, Debug)]
+pub struct Policy {
+    file: String,
+    spec: TreeSpec,
+    classify: ClassifySpec,
+    rules: RuleSet,
+    index: KeyIndex,
+}
+
+impl Policy {
+    /// Reads and validates the policy file at `path`.
+    ///
+    /// # Errors
+    /// The file cannot be read, or any mistake in it (see the crate docs).
+    pub fn load(path: impl AsRef<Path>) -> Result<Policy, PolicyError> {
+        let path = path.as_ref();
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| PolicyError::Io {
+            file: name.clone(),
+            message: e.to_string(),
+        })?;
+        Policy::parse(&text, &name)
+    }
+
+    /// Validates policy `text`; errors name `file_name`.
+    ///
+    /// # Errors
+    /// Any mistake in the text (see the crate docs).
+    pub fn parse(text: &str, file_name: &str) -> Result<Policy, PolicyError> {
+        let index = KeyIndex::new(file_name, text);
+        let c = file::compile(&index, text)?;
+        Ok(Policy {
+            file: file_name.to_string(),
+            spec: c.spec,
+            classify: c.classify,
+            rules: c.rules,
+            index,
+        })
+    }
+
+    /// The name the policy was loaded under.
+    #[must_use]
+    pub fn file_name(&self) -> &str {
+        &self.file
+    }
+
+    /// The compiled tree specification.
+    #[must_use]
+    pub fn spec(&self) -> &TreeSpec {
+        &self.spec
+    }
+
+    /// A fresh scheduler for the policy.
+    #[must_use]
+    pub fn build(&self) -> PolicyTree {
+        PolicyTree::new(self.spec.clone()).expect("validated when the policy was parsed")
+    }
+
+    /// The class id of leaf `name` (what classification puts in `Packet::class`).
+    #[must_use]
+    pub fn leaf(&self, name: &str) -> Option<ClassId> {
+        let i = self.spec.find(name)?;
+        self.spec.is_leaf(i).then_some(i as ClassId)
+    }
+
+    /// The classification section as written.
+    #[must_use]
+    pub fn classify_spec(&self) -> &ClassifySpec {
+        &self.classify
+    }
+
+    /// The compiled classification rules.
+    #[must_use]
+    pub fn rules(&self) -> &RuleSet {
+        &self.rules
+    }
+
+    /// The leaf of a simulated packet of workload flow `flow` and class `class`.
+    #[must_use]
+    pub fn classify_ids(&self, flow: u32, class: u32) -> ClassId {
+        self.rules.classify_ids(flow, class)
+    }
+
+    /// The leaf of a frame with parsed headers `key`.
+    #[must_use]
+    pub fn classify_key(&self, key: &FlowKey) -> ClassId {
+        self.rules.classify(key)
+    }
+
+    /// A frame classifier (rules and flow table) for live traffic.
+    ///
+    /// # Errors
+    /// A flow-table size or timeout out of range.
+    pub fn classifier(&self) -> Result<Classifier, ClassifyError> {
+        Classifier::from_spec(&self.classify, |n| self.leaf(n))
+    }
+
+    /// The source text of each classification rule's conditions, in order, as
+    /// `key = value` pairs.
+    #[must_use]
+    pub fn rule_sources(&self) -> Vec<Vec<(String, String)>> {
+        (0..self.classify.rules.len())
+            .map(|i| {
+                let prefix = format!("classify.rule[{i}]");
+                self.index
+                    .children_of(&prefix)
+                    .into_iter()
+                    .filter(|p| !p.ends_with(".leaf"))
+                    .map(|p| {
+                        let k = p.rsplit('.').next().unwrap_or(p).to_string();
+                        let v = self.index.source_of(p).unwrap_or("?").to_string();
+                        (k, v)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,336 @@
+//! Workload files: the flows `eiffel run` sends through a policy.
+//!
+//! ```toml
+//! seed = 1                     # generator seed (default 1)
+//! duration = "2s"              # simulated time (default 1 s)
+//! link_rate = "100Mbit"        # the emulated link (default 1 Gbit/s)
+//!
+//! [[flow]]
+//! name = "web"                 # label in reports (unique)
+//! class = 1                    # traffic class the policy's rules see (default 0)
+//! count = 100                  # flows in this group (default 1); ids are consecutive
+//! packet = "1500B"             # or a uniform range ["64B", "1500B"]
+//! arrivals = "poisson"         # constant | poisson | onoff | greedy
+//! rate = "5Mbit"               # per flow (constant, poisson, onoff)
+//! start = "0s"                 # first flow's start (default 0)
+//! stagger = "1ms"              # flow k starts at start + k * stagger
+//! stop = "1s"                  # no arrivals from then on
+//! size = ["10KB", "1MB"]       # finite flows (sizes taken in turn): FCTs are reported
+//! ```
+//!
+//! `arrivals = "onoff"` takes `on` and `off` (mean period lengths, Pareto
+//! distributed) and `shape` (default 1.5); `arrivals = "greedy"` keeps `window`
+//! packets (default 32) of each flow queued. `deadline` (EDF: each packet's
+//! deadline is its arrival plus this), `slack` (LSTF) and `priority` (strict
+//! priority among the flows of a per-flow leaf) set the matching packet fields.
+//! Workload flow ids number the flows of all groups in file order from 0; rules
+//! with `flow` conditions match these ids.
+
+use eiffel_sim::{FlowGroup, PacketSizes, Process, Workload};
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::error::{KeyIndex, PolicyError};
+use crate::units::{self, Rate, SizeUnit, Time};
+
+/// The workload `eiffel run` uses when none is given: [`crate::FIG6_WORKLOAD`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct WorkloadFile {
+    /// The flows and the seed.
+    pub workload: Workload,
+    /// Simulated time.
+    pub duration: u64,
+    /// Link rate in bits per second.
+    pub link_rate: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    seed: Option<Spanned<i64>>,
+    duration: Option<Spanned<Time>>,
+    link_rate: Option<Spanned<Rate>>,
+    #[serde(default)]
+    flow: Vec<FlowFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FlowFile {
+    name: Spanned<String>,
+    class: Option<Spanned<i64>>,
+    count: Option<Spanned<i64>>,
+    packet: Option<Spanned<toml::Value>>,
+    arrivals: Spanned<String>,
+    rate: Option<Spanned<Rate>>,
+    window: Option<Spanned<i64>>,
+    on: Option<Spanned<Time>>,
+    off: Option<Spanned<Time>>,
+    shape: Option<Spanned<f64>>,
+    start: Option<Spanned<Time>>,
+    stagger: Option<Spanned<Time>>,
+    stop: Option<Spanned<Time>>,
+    size: Option<Spanned<toml::Value>>,
+    deadline: Option<Spanned<Time>>,
+    slack: Option<Spanned<Time>>,
+    priority: Option<Spanned<i64>>,
+}
+
+fn int(
+    index: &KeyIndex,
+    v: &Spanned<i64>,
+    key: &str,
+    lo: i64,
+    hi: i64,
+) -> Result<i64, PolicyError> {
+    let x = *v.get_ref();
+    if x < lo || x > hi {
+        return Err(index.error(
+            v.span().start,
+            key,
+            format!("must be in {lo}..={hi}, got {x}"),
+        ));
+    }
+    Ok(x)
+}
+
+/// One size, or a list of them, as strings with units.
+fn sizes(index: &KeyIndex, v: &Spanned<toml::Value>, key: &str) -> Result<Vec<u64>, PolicyError> {
+    let one = |x: &toml::Value| -> Result<u64, String> {
+        match x {
+            toml::Value::String(s) => units::parse::<SizeUnit>(s).map(|q| q.get()),
+            other => Err(format!(
+                "a bare {} has no unit: write sizes as strings such as \"1500B\" or \"64KiB\"",
+                other.type_str()
+            )),
+        }
+    };
+    let err = |m: String| index.error(v.span().start, key, m);
+    match v.get_ref() {
+        toml::Value::Array(a) if a.is_empty() => Err(err("an empty list of sizes".into())),
+        toml::Value::Array(a) => a.iter().map(|x| one(x).map_err(err)).collect(),
+        x => Ok(vec![one(x).map_err(err)?]),
+    }
+}
+
+impl WorkloadFile {
+    /// Parses workload `text`; errors name `file_name`.
+    ///
+    /// # Errors
+    /// Any mistake, as `FILE:LINE:COL: key `PATH`: message`.
+    pub fn parse(text: &str, file_name: &str) -> Result<WorkloadFile, PolicyError> {
+        let index = KeyIndex::new(file_name, text);
+        let file: File = toml::from_str(text).map_err(|e| index.toml_error(&e))?;
+        let seed = match &file.seed {
+            Some(s) => int(&index, s, "seed", 0, i64::MAX)? as u64,
+            None => 1,
+        };
+        let duration = file
+            .duration
+            .as_ref()
+            .map_or(1_000_000_000, |d| d.get_ref().get());
+        if duration == 0 {
+            return Err(index.at_key("duration", "the duration must be positive"));
+        }
+        let link_rate = file
+            .link_rate
+            .as_ref()
+            .map_or(1_000_000_000, |r| r.get_ref().get());
+        if link_rate == 0 {
+            return Err(index.at_key("link_rate", "the link rate must be positive"));
+        }
+        if file.flow.is_empty() {
+            return Err(index.error(0, "flow", "a workload needs at least one [[flow]]"));
+        }
+        let mut groups = Vec::with_capacity(file.flow.len());
+        for (i, f) in file.flow.iter().enumerate() {
+            let key = |k: &str| format!("flow[{i}].{k}");
+            let name = f.name.get_ref().clone();
+            if let Some(j) = file.flow[..i]
+                .iter()
+                .position(|g| *g.name.get_ref() == name)
+            {
+                return Err(index.error(
+                    f.name.span().start,
+                    &key("name"),
+                    format!(
+                        "duplicate flow name `{name}` (first at line {})",
+                        index.line_of(file.flow[j].name.span().start)
+                    ),
+                ));
+            }
+            let class = match &f.class {
+                Some(c) => int(&index, c, &key("class"), 0, i64::from(u32::MAX))? as u32,
+                None => 0,
+            };
+            let count = match &f.count {
+                Some(c) => int(&index, c, &key("count"), 1, 1 << 24)? as u32,
+                None => 1,
+            };
+            let packets = match &f.packet {
+                None => PacketSizes::Fixed(1500),
+                Some(p) => {
+                    let v = sizes(&index, p, &key("packet"))?;
+                    let bad = |m: &str| index.error(p.span().start, &key("packet"), m);
+                    if v.iter().any(|&l| l == 0 || l > u64::from(u16::MAX)) {
+                        return Err(bad("packet sizes must be 1 B..=65535 B"));
+                    }
+                    match v[..] {
+                        [l] => PacketSizes::Fixed(l as u32),
+                        [a, b] if a <= b => PacketSizes::Uniform {
+                            min: a as u32,
+                            max: b as u32,
+                        },
+                        _ => {
+                            return Err(bad(
+                                "give one size, or a range [\"min\", \"max\"] with min <= max",
+                            ))
+                        }
+                    }
+                }
+            };
+            let rate = || -> Result<u64, PolicyError> {
+                let r = f.rate.as_ref().ok_or_else(|| {
+                    index.error(
+                        f.arrivals.span().start,
+                        &key("rate"),
+                        format!("`{}` arrivals need a `rate`", f.arrivals.get_ref()),
+                    )
+                })?;
+                if r.get_ref().get() == 0 {
+                    return Err(index.error(
+                        r.span().start,
+                        &key("rate"),
+                        "the rate must be positive",
+                    ));
+                }
+                Ok(r.get_ref().get())
+            };
+            let only = |present: bool, k: &str, kind: &str| -> Result<(), PolicyError> {
+                if present {
+                    return Err(
+                        index.at_key(&key(k), format!("`{k}` applies to `{kind}` arrivals only"))
+                    );
+                }
+                Ok(())
+            };
+            let process = match f.arrivals.get_ref().as_str() {
+                kind @ ("constant" | "poisson") => {
+                    only(f.window.is_some(), "window", "greedy")?;
+                    for k in ["on", "off", "shape"] {
+                        let present = match k {
+                            "on" => f.on.is_some(),
+                            "off" => f.off.is_some(),
+                            _ => f.shape.is_some(),
+                        };
+                        only(present, k, "onoff")?;
+                    }
+                    if kind == "constant" {
+                        Process::Constant { rate_bps: rate()? }
+                    } else {
+                        Process::Poisson { rate_bps: rate()? }
+                    }
+                }
+                "onoff" => {
+                    only(f.window.is_some(), "window", "greedy")?;
+                    let need = |v: &Option<Spanned<Time>>, k: &str| -> Result<u64, PolicyError> {
+                        let v = v.as_ref().ok_or_else(|| index.error(f.arrivals.span().start, &key(k), format!("`onoff` arrivals need `{k}` (mean period length)")))?;
+                        if v.get_ref().get() == 0 {
+                            return Err(index.error(v.span().start, &key(k), "must be positive"));
+                        }
+                        Ok(v.get_ref().get())
+                    };
+                    let shape = match &f.shape {
+                        Some(s) => {
+                            let v = *s.get_ref();
+                            if !(v > 1.0 && v.is_finite()) {
+                                return Err(index.error(s.span().start, &key("shape"), "the Pareto shape must be above 1 (for a finite mean)"));
+                            }
+                            v
+                        }
+                        None => 1.5,
+                    };
+                    Process::OnOff {
+                        rate_bps: rate()?,
+                        mean_on: need(&f.on, "on")?,
+                        mean_off: need(&f.off, "off")?,
+                        shape,
+                    }
+                }
+                "greedy" => {
+                    only(f.rate.is_some(), "rate", "constant, poisson and onoff")?;
+                    for (present, k) in [(f.on.is_some(), "on"), (f.off.is_some(), "off"), (f.shape.is_some(), "shape")] {
+                        only(present, k, "onoff")?;
+                    }
+                    let window = match &f.window {
+                        Some(w) => int(&index, w, &key("window"), 1, 1 << 20)? as u32,
+                        None => 32,
+                    };
+                    Process::Greedy { window }
+                }
+                other => {
+                    return Err(index.error(
+                        f.arrivals.span().start,
+                        &key("arrivals"),
+                        format!("unknown arrival process `{other}` (expected constant, poisson, onoff or greedy)"),
+                    ))
+                }
+            };
+            let flow_sizes = match &f.size {
+                Some(s) => sizes(&index, s, &key("size"))?,
+                None => Vec::new(),
+            };
+            if flow_sizes.contains(&0) {
+                return Err(index.at_key(&key("size"), "flow sizes must be at least 1 B"));
+            }
+            let t = |v: &Option<Spanned<Time>>| v.as_ref().map(|x| x.get_ref().get());
+            let priority = match &f.priority {
+                Some(p) => int(&index, p, &key("priority"), 0, i64::MAX)? as u64,
+                None => 0,
+            };
+            if f.slack.is_some() && f.priority.is_some() {
+                return Err(index.at_key(
+                    &key("slack"),
+                    "`slack` and `priority` both set the packet's rank: use one",
+                ));
+            }
+            groups.push(FlowGroup {
+                name,
+                count,
+                class,
+                packets,
+                process,
+                start: t(&f.start).unwrap_or(0),
+                stagger: t(&f.stagger).unwrap_or(0),
+                stop: t(&f.stop),
+                flow_sizes,
+                deadline: t(&f.deadline),
+                slack: t(&f.slack),
+                priority,
+            });
+        }
+        let workload = Workload { groups, seed };
+        if workload.flows() > u32::MAX as usize {
+            return Err(index.error(0, "flow", "a workload holds fewer than 2^32 flows"));
+        }
+        Ok(WorkloadFile {
+            workload,
+            duration,
+            link_rate,
+        })
+    }
+
+    /// Reads and parses the workload file at `path`.
+    ///
+    /// # Errors
+    /// The file cannot be read, or a mistake in it.
+    pub fn load(path: impl AsRef<std::path::Path>) -> Result<WorkloadFile, PolicyError> {
+        let path = path.as_ref();
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| PolicyError::Io {
+            file: name.clone(),
+            message: e.to_string(),
+        })?;
+        WorkloadFile::parse(&text, &name)
+    }
+}
