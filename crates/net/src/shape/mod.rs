@@ -36,6 +36,11 @@
 //! [`DEFAULT_LINK_RATE_BPS`] when the root has none.
 //!
 //! # Sizes
+//! A descriptor's length is the whole frame from the destination MAC on (without
+//! FCS), as Linux qdiscs count it, so rates and limits include Ethernet headers.
+//! The policy's `mtu` is the interfaces' MTU: the tree accepts frames up to
+//! `mtu + `[`FRAME_OVERHEAD`].
+//!
 //! The PSPAT client mailbox bounds the descriptors the runtime holds (a slot is
 //! freed when the scheduler lets its packet go), so it is sized to the tree's
 //! capacity (at most 65,536, the runtime's mailbox limit): the tree's own limits,
@@ -80,6 +85,11 @@ use waker::Waker;
 /// 1 Gbit/s, above what the 2-core machines this project runs on forward through
 /// a packet socket, so the bump stays the bottleneck only by the policy's limits.
 pub const DEFAULT_LINK_RATE_BPS: u64 = 1_000_000_000;
+
+/// Bytes a frame carries beyond its IP packet: the Ethernet header (14) and one
+/// VLAN tag (4). Descriptors count whole frames (as Linux qdiscs do), so the bump
+/// accepts frames up to the policy's `mtu` plus this.
+pub const FRAME_OVERHEAD: u32 = 18;
 
 /// How the emulated link's rate is chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -351,8 +361,10 @@ fn compile(
         name: policy.name.clone(),
         message,
     };
-    let live = LiveTree::new(policy.tree.clone(), &policy.classify.default, registry)
-        .map_err(|e| fail(e.to_string()))?;
+    let mut tree = policy.tree.clone();
+    tree.mtu = tree.mtu.saturating_add(FRAME_OVERHEAD);
+    let live =
+        LiveTree::new(tree, &policy.classify.default, registry).map_err(|e| fail(e.to_string()))?;
     let classifier = Classifier::from_spec(&policy.classify, |name| {
         live.tree().leaf(name)?;
         registry.id(name).ok()
