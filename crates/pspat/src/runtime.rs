@@ -1389,8 +1389,20 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
             self.drain(client, now);
         }
         if discard {
-            while let Some(pkt) = self.sched.dequeue(now) {
-                self.on_drop(pkt, DropReason::Shutdown);
+            // A shaping scheduler gives up a held packet only at its release time:
+            // step its clock through its release times (it is not used after this).
+            let mut t = now;
+            loop {
+                while let Some(pkt) = self.sched.dequeue(t) {
+                    self.on_drop(pkt, DropReason::Shutdown);
+                }
+                if self.sched.backlog().packets == 0 || t == Nanos::MAX {
+                    break;
+                }
+                t = match self.sched.next_ready(t) {
+                    Some(next) if next > t => next,
+                    _ => t.saturating_add(1_000_000_000),
+                };
             }
             // Packets released before the stop still go to their dispatchers.
             while !self.retry_pending() {

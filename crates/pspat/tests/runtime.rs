@@ -525,3 +525,29 @@ fn commands_replace_the_scheduler_and_drops_reach_the_hook() {
         "the hook sees the packet's own buffer"
     );
 }
+
+/// A discarding shutdown drops the packets a shaper still holds back (they are not
+/// eligible at any time before their release) instead of leaving them behind.
+#[test]
+fn discard_drops_what_a_shaper_still_holds() {
+    let cfg = Config {
+        max_clients: 2,
+        ..Config::default()
+    };
+    let rt = Pspat::start(cfg, paced_tree(), Dispatch::Inline(CountingSink::new(1))).unwrap();
+    let mut client = rt.client().unwrap();
+    for seq in 0..10u32 {
+        send_retrying(&mut client, Packet::new(0, 1500).buffer(seq));
+    }
+    std::thread::sleep(Duration::from_millis(12));
+    drop(client);
+    let report = rt.shutdown(ShutdownMode::Discard);
+    let t = report.totals();
+    let shutdown = t.dropped.get(DropReason::Shutdown);
+    assert!(shutdown >= 5, "{t:?}");
+    assert_eq!(t.delivered + shutdown, 10, "{t:?}");
+    assert_eq!(
+        eiffel_sched::Scheduler::backlog(&report.scheduler).packets,
+        0
+    );
+}
