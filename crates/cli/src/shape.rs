@@ -255,7 +255,7 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
         let reason = loop {
             match inbox.recv_timeout(interval) {
                 Ok(Event::Stop(why)) => break why,
-                Ok(Event::Reload) => log_reload(&reload(&bump, &args.policy), &args.policy),
+                Ok(Event::Reload) => log_reload(&reload(bump, &args.policy), &args.policy),
                 Err(mpsc::RecvTimeoutError::Timeout) => bump.sample_rates(),
                 Err(mpsc::RecvTimeoutError::Disconnected) => break "signal handling ended",
             }

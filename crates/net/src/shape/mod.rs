@@ -16,11 +16,11 @@
 //!
 //! - The receive thread owns the input's TPACKET_V3 ring, the classifier and the
 //!   frame pool's filler; it copies each frame once into a slot and sends its
-//!   descriptor to its PSPAT client mailbox ([`ingress`]).
+//!   descriptor to its PSPAT client mailbox (the `ingress` module).
 //! - The PSPAT arbiter runs the policy tree ([`live::LiveTree`]) and releases
 //!   descriptors at the emulated link rate to one dispatcher thread, which
 //!   transmits the frames on the output's TX ring and frees the slots
-//!   ([`egress::TxSink`]). Packets the tree drops go through the runtime's drop
+//!   (`egress::TxSink`). Packets the tree drops go through the runtime's drop
 //!   hook, which frees their slots.
 //! - A separate thread forwards output-to-input frames ring to ring, unscheduled,
 //!   so the other direction (TCP acknowledgements) flows untouched.
