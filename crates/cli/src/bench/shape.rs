@@ -342,6 +342,16 @@ fn measure(arch: &'static str, run: u32, seconds: f64, dir: &Path) -> Result<Rec
         if !last.accounting.balanced() || last.accounting.queued != 0 {
             return Err(format!("eiffel shape ended unbalanced: {:?}", last.accounting).into());
         }
+        eprintln!(
+            "run {run} eiffel: received {} (kernel ring drops {}), ingress drops {:?}, scheduler drops {:?}, transmitted {}, arbiter {} rounds {} sleeps",
+            last.ingress.received,
+            last.ingress.kernel_drops,
+            last.ingress.drops,
+            last.scheduler.drops,
+            last.egress.sent,
+            last.scheduler.rounds,
+            last.scheduler.sleeps
+        );
     }
     let (offered, gen_cpu) = generated;
     let (delivered, count_cpu) = counted;

@@ -574,31 +574,44 @@ mod tests {
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;
+    use loom::sync::atomic::AtomicU32;
 
-    /// A filler writes frames into a two-slot pool and sends their indices to a
-    /// drainer, which reads and frees them while the filler reuses the slots. loom
-    /// reports a data race on a slot if the state hand-overs did not order the two
-    /// threads' accesses.
+    /// A filler writes frames into a two-slot pool and hands their indices to a
+    /// drainer through *relaxed* atomics (no synchronisation of their own, like a
+    /// descriptor that took a path without ordering); the drainer reads and frees
+    /// them while the filler reuses the slots. Only the slots' state hand-overs
+    /// order the two threads' accesses: loom reports a data race on a slot if they
+    /// did not (weakening publish or take to `Relaxed` makes this test fail).
     #[test]
     fn slots_change_hands_without_races() {
         loom::model(|| {
             let (mut filler, mut drainers) = pool(2, 4, 1).unwrap();
             let mut d = drainers.pop().unwrap();
-            let (mut tx, mut rx) = mailbox::mailbox::<u32>(2).unwrap();
+            let ids = Arc::new([
+                AtomicU32::new(u32::MAX),
+                AtomicU32::new(u32::MAX),
+                AtomicU32::new(u32::MAX),
+            ]);
+            let seen = Arc::clone(&ids);
             let drain = loom::thread::spawn(move || {
-                let mut seen = 0u8;
-                while seen < 3 {
-                    match rx.pop() {
-                        Some(id) => {
-                            let t = d.take(id).unwrap();
-                            assert_eq!(t.read(|b| b[0]), seen);
-                            seen += 1;
+                for (seq, cell) in seen.iter().enumerate() {
+                    let id = loop {
+                        match cell.load(Ordering::Relaxed) {
+                            u32::MAX => loom::thread::yield_now(),
+                            id => break id,
                         }
-                        None => loom::thread::yield_now(),
-                    }
+                    };
+                    let t = loop {
+                        // The index may be seen before the slot's publication.
+                        match d.take(id) {
+                            Ok(t) => break t,
+                            Err(_) => loom::thread::yield_now(),
+                        }
+                    };
+                    assert_eq!(t.read(|b| b[0]), seq as u8);
                 }
             });
-            for seq in 0..3u8 {
+            for (seq, cell) in ids.iter().enumerate() {
                 let mut f = loop {
                     if let Some(f) = filler.alloc() {
                         break f;
@@ -606,13 +619,10 @@ mod loom_tests {
                     loom::thread::yield_now();
                 };
                 f.write(|b| {
-                    b[0] = seq;
+                    b[0] = seq as u8;
                     Some(1)
                 });
-                let id = f.publish();
-                while tx.push(id).is_err() {
-                    loom::thread::yield_now();
-                }
+                cell.store(f.publish(), Ordering::Relaxed);
             }
             drain.join().unwrap();
         });
