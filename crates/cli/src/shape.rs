@@ -55,6 +55,14 @@ pub struct ShapeArgs {
     /// Interval of the per-node rate measurement.
     #[arg(long, default_value = "1s", value_name = "TIME")]
     pub rate_interval: String,
+    /// The arbiter transmits itself instead of handing frames to a dispatcher
+    /// thread (one thread fewer, for machines with few cores).
+    #[arg(long)]
+    pub inline_dispatch: bool,
+    /// PSPAT's Tw: how long the arbiter and the dispatcher spin without work before
+    /// they sleep.
+    #[arg(long, default_value = "50us", value_name = "TIME")]
+    pub idle_spin: String,
     /// Print the final counters as JSON.
     #[arg(long)]
     pub json: bool,
@@ -187,6 +195,8 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
     let drain = duration(&args.drain, "drain")?;
     let interval = duration(&args.rate_interval, "rate-interval")?.max(Duration::from_millis(10));
     let mut cfg = ShapeConfig::new(&args.input, &args.output);
+    cfg.inline_dispatch = args.inline_dispatch;
+    cfg.idle_spin = duration(&args.idle_spin, "idle-spin")?;
     cfg.link_rate = match &args.link_rate {
         Some(text) => LinkRate::Fixed(
             units::parse::<RateUnit>(text)

@@ -574,6 +574,29 @@ fn reload_and_stats() {
         client.join().expect("client").expect("iperf3")
     });
     drop(server);
+
+    // Idle: once the queues are empty the arbiter sleeps until the next arrival,
+    // with no timed wake-up (each `eiffel stats` is one command: one notified
+    // wake-up and a short spin).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while shaper.stats().scheduler.backlog_packets > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Past one rate interval, so the rate sampler has seen the last departure.
+    std::thread::sleep(Duration::from_millis(700));
+    let before = shaper.stats().scheduler;
+    std::thread::sleep(Duration::from_millis(500));
+    let after = shaper.stats().scheduler;
+    assert_eq!(before.backlog_packets, 0, "the queues did not drain");
+    assert_eq!(
+        after.timer_wakeups, before.timer_wakeups,
+        "timed wake-ups while idle: {before:?} -> {after:?}"
+    );
+    assert!(
+        after.rounds - before.rounds < 5_000 && after.sleeps - before.sleeps <= 3,
+        "an idle arbiter kept running: {before:?} -> {after:?}"
+    );
+
     let last = shaper.stop();
     check_balance(&last);
     assert_eq!(report.out_of_order, 0, "reordered across the reload");

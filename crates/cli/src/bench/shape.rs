@@ -9,7 +9,9 @@
 //! receive ring. The middle is either
 //! - **eiffel**: `eiffel shape` (this binary, a separate process) with a policy of
 //!   two weighted classes (3:1, the generated frames in the heavier one) and a
-//!   10 Gbit/s link, so that the CPU, not a limit, bounds the rate; or
+//!   10 Gbit/s link, so that the CPU, not a limit, bounds the rate;
+//! - **eiffel-inline**: the same with `--inline-dispatch` (the arbiter transmits,
+//!   no dispatcher thread); or
 //! - **htb**: a kernel bridge with an HTB root of 10 Gbit/s and the same two
 //!   classes (rates 3:1 of it, a `u32` filter on the UDP port).
 //!
@@ -74,6 +76,7 @@ dst_port = 9
 #[derive(Clone, Debug, Serialize)]
 struct Record {
     case: &'static str,
+    /// `eiffel`, `eiffel-inline` or `htb`.
     arch: &'static str,
     run: u32,
     seconds: f64,
@@ -251,12 +254,12 @@ struct Middle {
     socket: PathBuf,
 }
 
-fn start_eiffel(bed: &Testbed, dir: &Path) -> Result<Middle, BenchError> {
+fn start_eiffel(bed: &Testbed, dir: &Path, inline: bool) -> Result<Middle, BenchError> {
     let policy = dir.join("bench-shape.toml");
     std::fs::write(&policy, POLICY)?;
     let socket = dir.join("bench-shape.sock");
     let exe = std::env::current_exe()?;
-    let args = [
+    let mut args = vec![
         exe.to_str().ok_or("binary path is not UTF-8")?,
         "shape",
         "--policy",
@@ -273,6 +276,9 @@ fn start_eiffel(bed: &Testbed, dir: &Path) -> Result<Middle, BenchError> {
         socket.to_str().ok_or("temp path is not UTF-8")?,
         "--json",
     ];
+    if inline {
+        args.push("--inline-dispatch");
+    }
     let mut bg = bed.spawn(Role::Middle, &args)?;
     let deadline = Instant::now() + Duration::from_secs(10);
     while std::os::unix::net::UnixStream::connect(&socket).is_err() {
@@ -300,8 +306,8 @@ fn stop_eiffel(m: Middle) -> Result<Snapshot, BenchError> {
 
 fn measure(arch: &'static str, run: u32, seconds: f64, dir: &Path) -> Result<Record, BenchError> {
     let bed = Testbed::new("eiffel-bshape")?;
-    let middle = if arch == "eiffel" {
-        Some(start_eiffel(&bed, dir)?)
+    let middle = if arch.starts_with("eiffel") {
+        Some(start_eiffel(&bed, dir, arch == "eiffel-inline")?)
     } else {
         bed.bridge_middle()?;
         bed.htb(Role::Middle, MIDDLE_OUT, &htb())?;
@@ -343,7 +349,7 @@ fn measure(arch: &'static str, run: u32, seconds: f64, dir: &Path) -> Result<Rec
             return Err(format!("eiffel shape ended unbalanced: {:?}", last.accounting).into());
         }
         eprintln!(
-            "run {run} eiffel: received {} (kernel ring drops {}), ingress drops {:?}, scheduler drops {:?}, transmitted {}, arbiter {} rounds {} sleeps",
+            "run {run} {arch}: received {} (kernel ring drops {}), ingress drops {:?}, scheduler drops {:?}, transmitted {}, arbiter {} rounds {} sleeps",
             last.ingress.received,
             last.ingress.kernel_drops,
             last.ingress.drops,
@@ -392,7 +398,7 @@ pub fn run(opts: &CommonOpts) -> Result<(), BenchError> {
     let mut records = Vec::new();
     let result = (|| -> Result<(), BenchError> {
         for run in 0..runs {
-            for arch in ["eiffel", "htb"] {
+            for arch in ["eiffel", "eiffel-inline", "htb"] {
                 records.push(measure(arch, run, seconds, &dir)?);
             }
         }
@@ -420,11 +426,12 @@ pub fn run(opts: &CommonOpts) -> Result<(), BenchError> {
     for r in &records {
         t.row([
             r.run.to_string(),
-            if r.arch == "eiffel" {
-                "eiffel shape (wfq 3:1)".to_string()
-            } else {
-                "bridge + HTB (3:1)".to_string()
-            },
+            match r.arch {
+                "eiffel" => "eiffel shape (wfq 3:1)",
+                "eiffel-inline" => "eiffel shape --inline-dispatch",
+                _ => "bridge + HTB (3:1)",
+            }
+            .to_string(),
             fmt_f(r.offered_mpps, 3),
             fmt_f(r.mpps, 3),
             format!("{:.1}%", r.delivered_pct),
@@ -437,11 +444,13 @@ pub fn run(opts: &CommonOpts) -> Result<(), BenchError> {
     let of = |arch: &str, f: fn(&Record) -> f64| {
         median(records.iter().filter(|r| r.arch == arch).map(f).collect())
     };
-    println!(
-        "eiffel / htb (medians): delivered rate {:.2}, pipeline CPU per packet {:.2}",
-        of("eiffel", |r| r.mpps) / of("htb", |r| r.mpps).max(1e-9),
-        of("eiffel", |r| r.cpu_ns_per_packet) / of("htb", |r| r.cpu_ns_per_packet).max(1e-9),
-    );
+    for arch in ["eiffel", "eiffel-inline"] {
+        println!(
+            "{arch} / htb (medians): delivered rate {:.2}, pipeline CPU per packet {:.2}",
+            of(arch, |r| r.mpps) / of("htb", |r| r.mpps).max(1e-9),
+            of(arch, |r| r.cpu_ns_per_packet) / of("htb", |r| r.cpu_ns_per_packet).max(1e-9),
+        );
+    }
     Ok(())
 }
 

@@ -217,13 +217,15 @@ impl Ingress {
                     }
                 }
             });
+            // Idle flows leave the table under load too (one comparison when none
+            // is due).
+            self.classifier.expire(now, EXPIRE_BUDGET, |_, _| {});
             self.publish(received, bytes, to_scheduler, &local, carried);
             if n > 0 {
                 continue;
             }
             // Nothing to receive: housekeeping, then sleep until the next frame or
             // the next flow expiry.
-            self.classifier.expire(now, EXPIRE_BUDGET, |_, _| {});
             self.filler.reclaim();
             let stats = self.rx.stats();
             self.counters

@@ -141,6 +141,10 @@ pub struct ShapeConfig {
     pub tx_wait: Duration,
     /// CPU for the arbiter, if any.
     pub arbiter_cpu: Option<usize>,
+    /// The arbiter transmits itself at the end of each round instead of handing
+    /// the frames to a dispatcher thread: one thread and one hand-over fewer, for
+    /// machines with few cores, at the cost of system calls in the arbiter's loop.
+    pub inline_dispatch: bool,
 }
 
 impl ShapeConfig {
@@ -162,6 +166,7 @@ impl ShapeConfig {
             idle_spin: Duration::from_micros(50),
             tx_wait: Duration::from_millis(100),
             arbiter_cpu: None,
+            inline_dispatch: false,
         }
     }
 }
@@ -442,12 +447,12 @@ impl Bump {
             arbiter_cpu: cfg.arbiter_cpu,
             ..Config::default()
         };
-        let rt = Pspat::start_with_drop_hook(
-            rt_cfg,
-            live,
-            Dispatch::Threads(vec![sink]),
-            Some(on_drop),
-        )?;
+        let dispatch = if cfg.inline_dispatch {
+            Dispatch::Inline(sink)
+        } else {
+            Dispatch::Threads(vec![sink])
+        };
+        let rt = Pspat::start_with_drop_hook(rt_cfg, live, dispatch, Some(on_drop))?;
         let client = rt.client()?;
 
         let io = |what| move |source| ShapeError::Io { what, source };
