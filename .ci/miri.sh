@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the tests of every module with unsafe code under miri: PSPAT's mailbox,
-# sleeper, client lists, tags, link and sinks, and eiffel-net's ring walkers (on
-# fake kernel rings in ordinary memory). Installs the nightly miri component if it
+# sleeper, client lists, tags, link and sinks, and eiffel-net's frame pool (real
+# threads) and ring walkers (on fake kernel rings in ordinary memory). Installs the nightly miri component if it
 # is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,4 +16,4 @@ export MIRIFLAGS="${MIRIFLAGS:-} -Zmiri-strict-provenance -Zmiri-disable-isolati
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/miri"
 cargo +nightly miri test -p eiffel-pspat --lib -- \
   mailbox:: sleeper:: clist:: tags:: link:: transmit:: pad::
-cargo +nightly miri test -p eiffel-net --lib -- sys::
+cargo +nightly miri test -p eiffel-net --lib -- sys:: frames::

@@ -1,5 +1,6 @@
 //! The `eiffel` command-line tool: policy runs on an emulated link (`eiffel run`),
-//! policy checks (`eiffel check`), and benchmarks that reproduce the papers'
+//! policy checks (`eiffel check`), live traffic shaping between two interfaces
+//! (`eiffel shape`, `eiffel stats`), and benchmarks that reproduce the papers'
 //! measurements (`eiffel bench`).
 
 use clap::{Parser, Subcommand};
@@ -9,6 +10,8 @@ mod bench;
 mod check;
 mod output;
 mod run;
+mod shape;
+mod stats;
 
 /// Eiffel: efficient and flexible software packet scheduling.
 #[derive(Debug, Parser)]
@@ -25,6 +28,11 @@ enum Command {
     Run(run::RunArgs),
     /// Validate a policy file and print the compiled tree.
     Check(check::CheckArgs),
+    /// Schedule live traffic between two interfaces by a policy file: a
+    /// transparent bump in the wire (needs CAP_NET_RAW).
+    Shape(shape::ShapeArgs),
+    /// Live counters of a running `eiffel shape`, or reload its policy.
+    Stats(stats::StatsArgs),
     /// Reproduce the papers' measurements on this machine.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -35,6 +43,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Check(args) => check::run(&args),
+        Command::Shape(args) => shape::run(&args),
+        Command::Stats(args) => stats::run(&args),
         Command::Bench(cmd) => bench::run(cmd),
     };
     match result {

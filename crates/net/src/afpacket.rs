@@ -417,6 +417,13 @@ impl RxRing {
         n
     }
 
+    /// Counters as of now, with the kernel's ring-full drops as of the last
+    /// [`RxRing::stats`] call (reading those costs a system call).
+    #[must_use]
+    pub fn counters(&self) -> RxStats {
+        self.stats
+    }
+
     /// Counters, with the kernel's ring-full drops brought up to date.
     pub fn stats(&mut self) -> RxStats {
         if let Ok((_, drops, _)) = sys::packet_stats(self.fd.as_fd()) {

@@ -12,6 +12,8 @@
 //!   first-match rules, a bounded flow table with idle expiry and LRU eviction, and the
 //!   [`classify::Classifier`] that turns frame bytes into descriptors.
 //! - [`pool`]: the buffer pool whose slot index is `Packet::buffer`.
+//! - [`frames`]: the same for a data path split over threads: one receive thread
+//!   fills slots, transmit and drop paths drain them, without a lock.
 //!
 //! Operating system (Linux only):
 //! - [`afpacket`]: TPACKET_V3 receive rings, TPACKET_V2 transmit rings with one
@@ -21,9 +23,10 @@
 //! - [`testbed`]: network namespaces, veth pairs, HTB baselines and iperf3 helpers
 //!   for end-to-end tests.
 //!
-//! All `unsafe` code (socket options, `mmap`, ring access, `ppoll`, `setns`) lives in
-//! one private module, `sys`, whose ownership protocol for the shared ring memory is
-//! documented there; the rest of the crate is safe Rust.
+//! All `unsafe` code (socket options, `mmap`, ring access, `ppoll`, `setns`, the
+//! frame slots shared between threads) lives in one private module, `sys`, whose
+//! ownership protocols for the shared ring memory and the frame slots are documented
+//! there; the rest of the crate is safe Rust.
 //!
 //! # Supported
 //! | feature | status |
@@ -45,7 +48,10 @@
 pub mod afpacket;
 pub mod classify;
 pub mod forward;
+pub mod frames;
 pub mod pool;
+pub mod shape;
+mod sync;
 #[allow(unsafe_code)]
 mod sys;
 pub mod testbed;

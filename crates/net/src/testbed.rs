@@ -327,6 +327,19 @@ impl Background {
     }
 }
 
+impl Background {
+    /// The process id (the command itself: `ip netns exec` replaces itself with it).
+    #[must_use]
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether the process has exited.
+    pub fn has_exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
+    }
+}
+
 impl Drop for Background {
     fn drop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
@@ -353,6 +366,8 @@ pub struct Iperf3 {
     pub length: Option<u32>,
     /// Connect to the IPv6 address instead of the IPv4 one.
     pub ipv6: bool,
+    /// Seconds at the start left out of the totals (`-O`), e.g. TCP's slow start.
+    pub omit: u32,
 }
 
 impl Iperf3 {
@@ -367,6 +382,7 @@ impl Iperf3 {
             streams: 1,
             length: None,
             ipv6: false,
+            omit: 0,
         }
     }
 
@@ -394,6 +410,10 @@ pub struct Iperf3Report {
     pub packets: u64,
     /// UDP datagrams lost (0 for TCP).
     pub lost_packets: u64,
+    /// UDP datagrams that arrived after a later one (0 for TCP).
+    pub out_of_order: u64,
+    /// The TCP maximum segment size (payload bytes per full segment), if reported.
+    pub tcp_mss: Option<u32>,
 }
 
 impl Iperf3Report {
@@ -410,6 +430,20 @@ impl Iperf3Report {
         let end = v
             .get("end")
             .ok_or_else(|| TestbedError::Parse("iperf3 report has no `end` section".into()))?;
+        let tcp_mss = v
+            .get("start")
+            .and_then(|s| s.get("tcp_mss_default"))
+            .and_then(serde_json::Value::as_u64)
+            .and_then(|m| u32::try_from(m).ok());
+        let out_of_order = end
+            .get("streams")
+            .and_then(serde_json::Value::as_array)
+            .map_or(0, |streams| {
+                streams
+                    .iter()
+                    .filter_map(|s| s.get("udp")?.get("out_of_order")?.as_u64())
+                    .sum()
+            });
         let num = |section: &str, key: &str| {
             end.get(section)
                 .and_then(|s| s.get(key))
@@ -422,6 +456,8 @@ impl Iperf3Report {
                 retransmits: num("sum_sent", "retransmits").unwrap_or(0.0) as u64,
                 packets: 0,
                 lost_packets: 0,
+                out_of_order: 0,
+                tcp_mss,
             });
         }
         let sum = "sum";
@@ -438,6 +474,8 @@ impl Iperf3Report {
             retransmits: 0,
             packets,
             lost_packets: lost,
+            out_of_order,
+            tcp_mss: None,
         })
     }
 }
@@ -453,6 +491,9 @@ pub struct HtbClass {
     pub ceil: Option<String>,
     /// Priority for borrowing (lower first).
     pub prio: Option<u8>,
+    /// Packets the class's own queue holds (a `pfifo` of this limit); the
+    /// interface's default queue when `None`.
+    pub limit: Option<u32>,
     /// Traffic of this class: IPv4 packets matching all of these (`u32` filter);
     /// none means the class only gets the default traffic.
     pub matches: Vec<HtbMatch>,
@@ -798,6 +839,25 @@ impl Testbed {
             }
             tc(args)?;
         }
+        for c in &htb.classes {
+            if let Some(limit) = c.limit {
+                let parent = format!("1:{}", c.minor);
+                let handle = format!("{}:", c.minor);
+                tc(s(&[
+                    "qdisc",
+                    "add",
+                    "dev",
+                    dev,
+                    "parent",
+                    &parent,
+                    "handle",
+                    &handle,
+                    "pfifo",
+                    "limit",
+                    &limit.to_string(),
+                ]))?;
+            }
+        }
         for c in htb.classes.iter().filter(|c| !c.matches.is_empty()) {
             let mut args = s(&[
                 "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32",
@@ -877,6 +937,9 @@ impl Testbed {
         }
         if let Some(l) = opts.length {
             args.extend(["--length".into(), l.to_string()]);
+        }
+        if opts.omit > 0 {
+            args.extend(["--omit".into(), opts.omit.to_string()]);
         }
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         let limit = Duration::from_secs(u64::from(opts.seconds) + 10);
@@ -993,9 +1056,13 @@ mod tests {
         assert_eq!((r.bytes_received, r.retransmits), (900, 3));
         assert!((r.bits_per_second - 7200.5).abs() < 1e-9);
         let udp = r#"{"end":{"sum":{"bytes":5000,"bits_per_second":40000,"packets":50,
-            "lost_packets":2}}}"#;
+            "lost_packets":2},"streams":[{"udp":{"out_of_order":3}},{"udp":{"out_of_order":1}}]}}"#;
         let r = Iperf3Report::parse(udp).unwrap();
         assert_eq!((r.bytes_received, r.packets, r.lost_packets), (5000, 50, 2));
+        assert_eq!(r.out_of_order, 4);
+        let tcp = r#"{"start":{"tcp_mss_default":1448},"end":{"sum_sent":{"bytes":1},
+            "sum_received":{"bytes":1,"bits_per_second":8}}}"#;
+        assert_eq!(Iperf3Report::parse(tcp).unwrap().tcp_mss, Some(1448));
         let err = Iperf3Report::parse(r#"{"error":"unable to connect to server"}"#).unwrap_err();
         assert!(err.to_string().contains("unable to connect"));
         assert!(Iperf3Report::parse("garbage").is_err());

@@ -180,6 +180,7 @@ fn kernel_bridge_with_htb_baseline_shapes_by_class() {
                 rate: "20mbit".into(),
                 ceil: Some("20mbit".into()),
                 prio: Some(0),
+                limit: None,
                 matches: vec![HtbMatch::Protocol(6), HtbMatch::DstPort(5201)],
             },
             HtbClass {
@@ -187,6 +188,7 @@ fn kernel_bridge_with_htb_baseline_shapes_by_class() {
                 rate: "10mbit".into(),
                 ceil: None,
                 prio: Some(1),
+                limit: None,
                 matches: vec![],
             },
         ],

@@ -61,6 +61,20 @@ impl Link {
         })
     }
 
+    /// Changes the rate for the packets sent from now on; packets already charged
+    /// keep their cost. Returns `false`, changing nothing, if `rate_bps` is outside
+    /// [`MIN_RATE_BPS`]..=[`MAX_RATE_BPS`].
+    pub fn set_rate(&mut self, rate_bps: u64) -> bool {
+        match Link::new(rate_bps) {
+            Some(fresh) => {
+                self.per_byte = fresh.per_byte;
+                self.rate_bps = rate_bps;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The rate in bits per second.
     #[must_use]
     pub fn rate_bps(&self) -> u64 {
@@ -157,6 +171,18 @@ mod tests {
         assert!(link.idle_before(1_010_000));
         link.send(1500, 1_010_000);
         assert!((1_002_400..=1_002_401).contains(&link.idle_at()));
+    }
+
+    #[test]
+    fn a_new_rate_applies_to_later_packets_only() {
+        let mut link = Link::new(10_000_000_000).unwrap();
+        link.send(1500, 0);
+        assert!(!link.set_rate(0));
+        assert!(link.set_rate(1_000_000_000));
+        assert_eq!(link.rate_bps(), 1_000_000_000);
+        // 1200 ns at the old rate, then 12000 ns at the new one.
+        link.send(1500, 0);
+        assert!((13_200..=13_201).contains(&link.idle_at()));
     }
 
     #[test]

@@ -44,8 +44,28 @@
 //! (the `sleeper` module).
 //!
 //! # Idle behaviour
-//! After `idle_spin` (Tw) without work the arbiter sleeps until a client notifies it
-//! (section 3.5), or until the link or a shaper will next be ready.
+//! After `idle_spin` (Tw) without work the arbiter sleeps (section 3.5): until a
+//! client notifies it when the scheduler is empty, or, when the scheduler holds
+//! packets that cannot leave yet (shaped, or the link still busy), until
+//! `max(next_ready, link idle time)` with a timed wait that a client's notification
+//! cuts short. There is no periodic wake-up: an idle arbiter sleeps until the next
+//! arrival, a shaped one until the next departure or arrival. Its timer slack is
+//! set to [`Config::timer_slack`] so that the kernel does not defer those timed
+//! wake-ups by its default 50 us. [`LiveStats`] counts the sleeps and how each
+//! ended.
+//!
+//! # Commands
+//! [`Pspat::with_scheduler`] runs a closure on the arbiter thread between two rounds
+//! with the scheduler in hand ([`Control`]): reading per-node counters, or replacing
+//! the scheduler and moving its packets. The caller publishes the command and a
+//! flag, then notifies the arbiter through the same sleep handshake as a client, so
+//! a sleeping arbiter wakes for it (loom checks the handshake in the `sleeper`
+//! module).
+//!
+//! # Drop hook
+//! A packet the scheduler drops is handed to the hook given to
+//! [`Pspat::start_with_drop_hook`] (on the arbiter thread), so that a runtime whose
+//! descriptors name buffers can free them.
 //!
 //! # Shutdown
 //! [`Pspat::shutdown`] refuses new sends, waits until every [`Client`] is dropped,
@@ -67,14 +87,14 @@ use crate::clock::Clock;
 use crate::link::Link;
 use crate::mailbox::{self, Consumer, Producer, PushError};
 use crate::pad::CachePadded;
-use crate::sleeper::Sleeper;
+use crate::sleeper::{Sleeper, Wake};
 use crate::sync::{
     fence, lock, spin_loop, thread, Arc, AtomicBool, AtomicU32, AtomicU64, Condvar, Mutex, Ordering,
 };
 use crate::tags::Tags;
 use crate::transmit::Transmit;
 use crate::{affinity, Error};
-use eiffel_sched::{DropCounts, DropReason, Nanos, Packet, Scheduler};
+use eiffel_sched::{ConfigError, DropCounts, DropReason, Nanos, Packet, Scheduler};
 use std::time::Duration;
 
 /// Runtime configuration. Start from [`Config::default`] and adjust.
@@ -107,6 +127,9 @@ pub struct Config {
     /// CPUs to pin dispatcher `i` to (`dispatcher_cpus[i % len]`); empty leaves them
     /// to the OS.
     pub dispatcher_cpus: Vec<usize>,
+    /// The arbiter thread's timer slack: how late the kernel may end its timed
+    /// sleeps (until the next departure). Default 1 us; Linux's default is 50 us.
+    pub timer_slack: Duration,
 }
 
 impl Default for Config {
@@ -122,6 +145,7 @@ impl Default for Config {
             arbiter_nice: None,
             arbiter_realtime: None,
             dispatcher_cpus: Vec::new(),
+            timer_slack: Duration::from_micros(1),
         }
     }
 }
@@ -239,6 +263,9 @@ struct Live {
     decisions: AtomicU64,
     dropped: AtomicU64,
     sleeps: AtomicU64,
+    timer_wakeups: AtomicU64,
+    notified_wakeups: AtomicU64,
+    commands: AtomicU64,
     link_idle_ns: AtomicU64,
 }
 
@@ -253,8 +280,14 @@ pub struct LiveStats {
     pub decisions: u64,
     /// Packets dropped by the scheduler.
     pub dropped: u64,
-    /// Times the arbiter went to sleep.
+    /// Times the arbiter went to sleep (announced it; see the two wake-up counts).
     pub sleeps: u64,
+    /// Sleeps that ended at their timeout: the scheduler's next departure time.
+    pub timer_wakeups: u64,
+    /// Sleeps that a notification ended: a client's packet, a command, shutdown.
+    pub notified_wakeups: u64,
+    /// Commands run by [`Pspat::with_scheduler`].
+    pub commands: u64,
     /// Time the emulated link stood idle because the scheduler had nothing to
     /// send, in nanoseconds.
     pub link_idle_ns: u64,
@@ -278,6 +311,8 @@ struct Shared {
     dispatchers: Box<[CachePadded<Sleeper>]>,
     /// Set by the arbiter after its last push into TX mailboxes.
     dispatch_done: AtomicBool,
+    /// A [`Pspat::with_scheduler`] command waits in the command slot.
+    command_pending: AtomicBool,
     live: CachePadded<Live>,
     pool: Mutex<Pool>,
     /// Signalled when a client returns its producer to the pool.
@@ -402,6 +437,84 @@ impl core::ops::Drop for Client {
     }
 }
 
+/// What a packet dropped by the scheduler is handed to (see
+/// [`Pspat::start_with_drop_hook`]): the packet, with its own `buffer`, and the
+/// reason. Runs on the arbiter thread.
+pub type DropHook = Box<dyn FnMut(Packet, DropReason) + Send>;
+
+/// A command for the arbiter, queued by [`Pspat::with_scheduler`]. It returns the
+/// delivery of its result, which the arbiter calls once its own bookkeeping of the
+/// command (drops, counters) is done.
+type Command<S> = Box<dyn FnOnce(&mut Control<'_, S>) -> Box<dyn FnOnce()> + Send>;
+
+/// The command slot shared by [`Pspat::with_scheduler`] and the arbiter.
+type CommandSlot<S> = Arc<Mutex<Option<Command<S>>>>;
+
+/// The scheduler in hand on the arbiter thread, between two rounds: what a
+/// [`Pspat::with_scheduler`] closure works with.
+///
+/// Packets inside the scheduler carry the arbiter's tag in `buffer`, not their own
+/// buffer: a closure that takes packets out (to move them into a replacement
+/// scheduler, say) must put every one back into the scheduler, unchanged but for
+/// `class`, `flow` and the rank fields, or hand it to [`Control::drop_packet`].
+pub struct Control<'a, S> {
+    sched: &'a mut S,
+    now: Nanos,
+    drops: &'a mut Vec<(Packet, DropReason)>,
+    link_rate: &'a mut u64,
+}
+
+impl<S> Control<'_, S> {
+    /// The scheduler.
+    pub fn scheduler(&mut self) -> &mut S {
+        self.sched
+    }
+
+    /// The runtime clock at the start of this command.
+    #[must_use]
+    pub fn now(&self) -> Nanos {
+        self.now
+    }
+
+    /// Drops a packet taken out of the scheduler: it is accounted to its client
+    /// under `reason` and handed to the drop hook, as if the scheduler had dropped
+    /// it.
+    pub fn drop_packet(&mut self, packet: Packet, reason: DropReason) {
+        self.drops.push((packet, reason));
+    }
+
+    /// The emulated link's rate in bits per second.
+    #[must_use]
+    pub fn link_rate(&self) -> u64 {
+        *self.link_rate
+    }
+
+    /// Changes the emulated link's rate for the packets released from now on.
+    ///
+    /// # Errors
+    /// A rate outside the link's range (nothing changes).
+    pub fn set_link_rate(&mut self, rate_bps: u64) -> Result<(), ConfigError> {
+        if Link::new(rate_bps).is_none() {
+            return Err(ConfigError::OutOfRange {
+                what: "link_rate_bps",
+                value: rate_bps,
+                range: "1e3..=1e16",
+            });
+        }
+        *self.link_rate = rate_bps;
+        Ok(())
+    }
+}
+
+impl<S> core::fmt::Debug for Control<'_, S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Control")
+            .field("now", &self.now)
+            .field("link_rate", &self.link_rate)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Per-client accounting in the final [`Report`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ClientReport {
@@ -487,13 +600,24 @@ pub struct Placement {
 /// assert_eq!(report.totals().delivered, 10);
 /// assert_eq!(counters.packets(), 10);
 /// ```
-#[derive(Debug)]
 pub struct Pspat<S, X> {
     shared: Arc<Shared>,
     arbiter: Option<thread::JoinHandle<ArbiterOutput<S, X>>>,
     dispatchers: Vec<thread::JoinHandle<X>>,
     placement: Arc<Mutex<Placement>>,
     max_clients: usize,
+    commands: CommandSlot<S>,
+    /// Serialises [`Pspat::with_scheduler`] callers: one command at a time.
+    command_gate: Mutex<()>,
+}
+
+impl<S, X> core::fmt::Debug for Pspat<S, X> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Pspat")
+            .field("shared", &self.shared)
+            .field("max_clients", &self.max_clients)
+            .finish_non_exhaustive()
+    }
 }
 
 type ArbiterOutput<S, X> = (S, Option<X>, Vec<ClientReport>, LiveStats);
@@ -509,6 +633,21 @@ where
     /// [`Error::Config`] for an invalid configuration or an empty dispatcher list,
     /// [`Error::Spawn`] if a thread cannot be started.
     pub fn start(cfg: Config, scheduler: S, dispatch: Dispatch<X>) -> Result<Self, Error> {
+        Self::start_with_drop_hook(cfg, scheduler, dispatch, None)
+    }
+
+    /// As [`Pspat::start`], and every packet the scheduler drops (at admission, by
+    /// a [`Control::drop_packet`], or discarded at shutdown) is handed to `on_drop`
+    /// on the arbiter thread, with its own `buffer` restored.
+    ///
+    /// # Errors
+    /// As for [`Pspat::start`].
+    pub fn start_with_drop_hook(
+        cfg: Config,
+        scheduler: S,
+        dispatch: Dispatch<X>,
+        on_drop: Option<DropHook>,
+    ) -> Result<Self, Error> {
         cfg.validate()?;
         if matches!(&dispatch, Dispatch::Threads(s) if s.is_empty() || s.len() > 1024) {
             return Err(Error::Config(eiffel_sched::ConfigError::Invalid(
@@ -553,6 +692,7 @@ where
                 .map(|_| CachePadded::new(Sleeper::new()))
                 .collect(),
             dispatch_done: AtomicBool::new(false),
+            command_pending: AtomicBool::new(false),
             live: CachePadded::new(Live::default()),
             pool: Mutex::new(Pool { free: producers }),
             pool_returned: Condvar::new(),
@@ -588,9 +728,13 @@ where
             dispatchers.push(handle);
         }
 
+        let commands: CommandSlot<S> = Arc::new(Mutex::new(None));
         let arbiter = Arbiter {
             shared: Arc::clone(&shared),
             sched: scheduler,
+            commands: CommandGuard(Arc::clone(&commands)),
+            command_drops: Vec::new(),
+            on_drop,
             consumers,
             books: vec![Book::default(); cfg.max_clients],
             active: Vec::with_capacity(cfg.max_clients),
@@ -617,6 +761,7 @@ where
         let arbiter_cpu = cfg.arbiter_cpu;
         let arbiter_nice = cfg.arbiter_nice;
         let arbiter_realtime = cfg.arbiter_realtime;
+        let timer_slack = cfg.timer_slack;
         let arbiter_placement = Arc::clone(&placement);
         let handle = thread::Builder::new()
             .name("pspat-arbiter".into())
@@ -639,6 +784,10 @@ where
                             Some(format!("arbiter real-time priority {prio}: {e}"));
                     }
                 }
+                // A failure leaves the default slack: later wake-ups, nothing worse.
+                let _ = affinity::set_current_thread_timer_slack(
+                    u64::try_from(timer_slack.as_nanos()).unwrap_or(u64::MAX),
+                );
                 arbiter.run()
             });
         let handle = match handle {
@@ -660,7 +809,44 @@ where
             dispatchers,
             placement,
             max_clients: cfg.max_clients,
+            commands,
+            command_gate: Mutex::new(()),
         })
+    }
+
+    /// Runs `f` on the arbiter thread, between two rounds, with the scheduler in
+    /// hand, and returns its result. Blocks until the arbiter has run it: within a
+    /// round interval while the arbiter is busy; a sleeping arbiter is woken.
+    /// Calls from several threads run one after the other.
+    ///
+    /// Use it to read what only the scheduler knows (per-node counters) or to
+    /// change the scheduler in place (see [`Control`] for the rules on packets
+    /// taken out of it). The arbiter does nothing else while `f` runs.
+    ///
+    /// # Errors
+    /// [`Error::Closed`] once shutdown has started or if the arbiter has stopped.
+    pub fn with_scheduler<R>(
+        &self,
+        f: impl FnOnce(&mut Control<'_, S>) -> R + Send + 'static,
+    ) -> Result<R, Error>
+    where
+        R: Send + 'static,
+    {
+        let _gate = lock(&self.command_gate);
+        if self.shared.load_state() & CLOSED != 0 {
+            return Err(Error::Closed);
+        }
+        let (reply, result) = std::sync::mpsc::sync_channel(1);
+        *lock(&self.commands) = Some(Box::new(move |ctl: &mut Control<'_, S>| {
+            let out = f(ctl);
+            Box::new(move || {
+                let _ = reply.send(out);
+            }) as Box<dyn FnOnce()>
+        }));
+        self.shared.command_pending.store(true, Ordering::Release);
+        self.shared.arbiter.notify();
+        // The arbiter drops the command (and with it `reply`) if it stops first.
+        result.recv().map_err(|_| Error::Closed)
     }
 
     /// A new client with its own mailbox.
@@ -726,6 +912,9 @@ impl<S, X> Pspat<S, X> {
             decisions: l.decisions.load(Ordering::Relaxed),
             dropped: l.dropped.load(Ordering::Relaxed),
             sleeps: l.sleeps.load(Ordering::Relaxed),
+            timer_wakeups: l.timer_wakeups.load(Ordering::Relaxed),
+            notified_wakeups: l.notified_wakeups.load(Ordering::Relaxed),
+            commands: l.commands.load(Ordering::Relaxed),
             link_idle_ns: l.link_idle_ns.load(Ordering::Relaxed),
         }
     }
@@ -829,9 +1018,23 @@ enum Output<X> {
     },
 }
 
+/// The arbiter's hold on the command slot. Dropped when the arbiter ends, even by
+/// a panic: the waiting command is dropped with it, which releases its caller.
+struct CommandGuard<S>(CommandSlot<S>);
+
+impl<S> core::ops::Drop for CommandGuard<S> {
+    fn drop(&mut self) {
+        lock(&self.0).take();
+    }
+}
+
 struct Arbiter<S, X> {
     shared: Arc<Shared>,
     sched: S,
+    commands: CommandGuard<S>,
+    /// Scratch: packets a command dropped, accounted after it returns.
+    command_drops: Vec<(Packet, DropReason)>,
+    on_drop: Option<DropHook>,
     consumers: Vec<Consumer<Packet>>,
     books: Vec<Book>,
     /// Clients scanned every round.
@@ -863,6 +1066,9 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
             let state = self.shared.load_state();
             if state & STOP != 0 {
                 return self.finish(state & DISCARD != 0);
+            }
+            if self.shared.command_pending.load(Ordering::Acquire) {
+                self.run_command(now);
             }
             next_round = now + self.round_ns;
             if self.do_scan(now) || self.tx_blocked() {
@@ -932,9 +1138,48 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         any
     }
 
-    /// Accounts for a packet the scheduler dropped and frees its mailbox slot.
-    fn on_drop(&mut self, pkt: Packet, reason: DropReason) {
-        let (client, _buffer) = self.tags.remove(pkt.buffer);
+    /// Runs the waiting [`Pspat::with_scheduler`] command, if any.
+    fn run_command(&mut self, now: Nanos) {
+        // Cleared before the slot is read: a command posted after this point sets
+        // the flag again and is run next round.
+        self.shared.command_pending.store(false, Ordering::Relaxed);
+        let Some(command) = lock(&self.commands.0).take() else {
+            return;
+        };
+        let mut rate = self.link.rate_bps();
+        let mut drops = core::mem::take(&mut self.command_drops);
+        let deliver = command(&mut Control {
+            sched: &mut self.sched,
+            now,
+            drops: &mut drops,
+            link_rate: &mut rate,
+        });
+        for (pkt, reason) in drops.drain(..) {
+            self.on_drop(pkt, reason);
+        }
+        self.command_drops = drops;
+        if rate != self.link.rate_bps() {
+            let changed = self.link.set_rate(rate);
+            debug_assert!(changed, "Control::set_link_rate checked the range");
+        }
+        debug_assert_eq!(
+            self.tags.live() as u64,
+            self.sched.backlog().packets,
+            "a command lost packets taken out of the scheduler"
+        );
+        self.stats.commands += 1;
+        self.publish();
+        deliver();
+    }
+
+    /// Accounts for a packet the scheduler dropped, frees its mailbox slot and
+    /// hands it to the drop hook.
+    fn on_drop(&mut self, mut pkt: Packet, reason: DropReason) {
+        let (client, buffer) = self.tags.remove(pkt.buffer);
+        pkt.buffer = buffer;
+        if let Some(hook) = &mut self.on_drop {
+            hook(pkt, reason);
+        }
         self.consumers[client as usize].release(1);
         let report = &mut self.books[client as usize].report;
         report.dropped.packets[reason.index()] += 1;
@@ -1091,6 +1336,11 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         l.decisions.store(self.stats.decisions, Ordering::Relaxed);
         l.dropped.store(self.stats.dropped, Ordering::Relaxed);
         l.sleeps.store(self.stats.sleeps, Ordering::Relaxed);
+        l.timer_wakeups
+            .store(self.stats.timer_wakeups, Ordering::Relaxed);
+        l.notified_wakeups
+            .store(self.stats.notified_wakeups, Ordering::Relaxed);
+        l.commands.store(self.stats.commands, Ordering::Relaxed);
         l.link_idle_ns.store(self.link.idle_ns(), Ordering::Relaxed);
     }
 
@@ -1111,14 +1361,20 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         let shared = &*self.shared;
         let consumers = &self.consumers;
         let active = &self.active;
-        shared.arbiter.sleep(
+        let wake = shared.arbiter.sleep(
             || {
                 shared.load_state() & STOP != 0
+                    || shared.command_pending.load(Ordering::Relaxed)
                     || shared.lists.any_pending()
                     || active.iter().any(|&c| !consumers[c as usize].is_empty())
             },
             timeout,
         );
+        match wake {
+            Wake::Cancelled => {}
+            Wake::Notified => self.stats.notified_wakeups += 1,
+            Wake::TimedOut => self.stats.timer_wakeups += 1,
+        }
     }
 
     /// Final drain at shutdown: every mailbox is read once more (all clients have
@@ -1133,8 +1389,20 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
             self.drain(client, now);
         }
         if discard {
-            while let Some(pkt) = self.sched.dequeue(now) {
-                self.on_drop(pkt, DropReason::Shutdown);
+            // A shaping scheduler gives up a held packet only at its release time:
+            // step its clock through its release times (it is not used after this).
+            let mut t = now;
+            loop {
+                while let Some(pkt) = self.sched.dequeue(t) {
+                    self.on_drop(pkt, DropReason::Shutdown);
+                }
+                if self.sched.backlog().packets == 0 || t == Nanos::MAX {
+                    break;
+                }
+                t = match self.sched.next_ready(t) {
+                    Some(next) if next > t => next,
+                    _ => t.saturating_add(1_000_000_000),
+                };
             }
             // Packets released before the stop still go to their dispatchers.
             while !self.retry_pending() {

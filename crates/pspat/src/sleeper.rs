@@ -29,6 +29,17 @@
 use crate::sync::{fence, lock, AtomicBool, Condvar, Mutex, Ordering};
 use std::time::Duration;
 
+/// How a [`Sleeper::sleep`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wake {
+    /// Work was already visible after the announcement: the thread did not block.
+    Cancelled,
+    /// A notifier woke the thread.
+    Notified,
+    /// The timeout passed without a notification.
+    TimedOut,
+}
+
 /// A wake-up point for one sleeping thread, notified by any number of threads.
 #[derive(Debug, Default)]
 pub(crate) struct Sleeper {
@@ -72,8 +83,8 @@ impl Sleeper {
     }
 
     /// Blocks until notified, unless `has_work` (evaluated after the announcement)
-    /// finds work, or `timeout` passes. Returns whether it blocked.
-    pub(crate) fn sleep(&self, has_work: impl FnOnce() -> bool, timeout: Option<Duration>) -> bool {
+    /// finds work, or `timeout` passes. Returns how the sleep ended.
+    pub(crate) fn sleep(&self, has_work: impl FnOnce() -> bool, timeout: Option<Duration>) -> Wake {
         // A swap rather than a store: the same here (every write to the flag is
         // then a read-modify-write, totally ordered), and loom 0.7 can let a
         // notifier's swap and a later plain store of this thread both miss each
@@ -83,7 +94,7 @@ impl Sleeper {
         // If a notifier claimed the wake-up first (the swap finds false), fall
         // through and take its token, so it does not cut the next sleep short.
         if has_work() && self.sleeping.swap(false, Ordering::AcqRel) {
-            return false;
+            return Wake::Cancelled;
         }
         let mut token = lock(&self.token);
         while !*token {
@@ -102,13 +113,13 @@ impl Sleeper {
                     token = guard;
                     if result.timed_out() && !*token && self.sleeping.swap(false, Ordering::AcqRel)
                     {
-                        return true;
+                        return Wake::TimedOut;
                     }
                 }
             }
         }
         *token = false;
-        true
+        Wake::Notified
     }
 }
 
@@ -120,17 +131,23 @@ mod tests {
     #[test]
     fn cancels_when_work_is_already_there() {
         let s = Sleeper::new();
-        assert!(!s.sleep(|| true, None));
+        assert_eq!(s.sleep(|| true, None), Wake::Cancelled);
         assert!(!s.is_sleeping());
     }
 
     #[test]
     fn times_out_without_a_notifier() {
         let s = Sleeper::new();
-        assert!(s.sleep(|| false, Some(Duration::from_millis(1))));
+        assert_eq!(
+            s.sleep(|| false, Some(Duration::from_millis(1))),
+            Wake::TimedOut
+        );
         assert!(!s.is_sleeping());
         // No token is left behind: the next sleep times out again.
-        assert!(s.sleep(|| false, Some(Duration::from_millis(1))));
+        assert_eq!(
+            s.sleep(|| false, Some(Duration::from_millis(1))),
+            Wake::TimedOut
+        );
     }
 
     #[test]
@@ -177,6 +194,26 @@ mod loom_tests {
                 sleeper.sleep(|| !rx.is_empty(), None);
             }
             producer.join().unwrap();
+        });
+    }
+
+    /// The runtime's command handshake: a poster publishes a flag (a command is
+    /// waiting) and notifies; the arbiter sleeps whenever it finds the flag clear.
+    /// The arbiter must never block forever with the flag set.
+    #[test]
+    fn a_posted_command_is_never_slept_through() {
+        loom::model(|| {
+            let sleeper = Arc::new(Sleeper::new());
+            let pending = Arc::new(AtomicBool::new(false));
+            let (s, p) = (Arc::clone(&sleeper), Arc::clone(&pending));
+            let poster = thread::spawn(move || {
+                p.store(true, Ordering::Release);
+                s.notify();
+            });
+            while !pending.load(Ordering::Acquire) {
+                sleeper.sleep(|| pending.load(Ordering::Relaxed), None);
+            }
+            poster.join().unwrap();
         });
     }
 

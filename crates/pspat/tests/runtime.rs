@@ -359,3 +359,195 @@ fn stress_many_clients_order_and_accounting() {
     assert_eq!(report.stats.decisions, t.delivered);
     assert_eq!(report.stats.dropped, t.dropped.total());
 }
+
+/// Records the runtime clock at which each packet was handed to the sink.
+#[derive(Debug, Default)]
+struct TimedSink {
+    times: std::sync::Arc<std::sync::Mutex<Vec<Nanos>>>,
+}
+
+impl Transmit for TimedSink {
+    fn transmit(&mut self, batch: &[Packet], now: Nanos) {
+        let mut times = self.times.lock().unwrap();
+        times.extend(batch.iter().map(|_| now));
+    }
+}
+
+/// A tree of one leaf, the root, limited to one 1500-byte packet every 5 ms.
+fn paced_tree() -> eiffel_sched::PolicyTree {
+    use eiffel_sched::tree::{NodeSpec, RateLimit, TreeSpec};
+    let mut spec = TreeSpec::new(64);
+    let mut root = NodeSpec::new("root", None);
+    root.limit = Some(RateLimit {
+        rate: 1500 * 8 * 200,
+        burst: 1500,
+    });
+    spec.add(root);
+    eiffel_sched::PolicyTree::new(spec).unwrap()
+}
+
+/// The arbiter sleeps exactly until the next departure or the next arrival: an idle
+/// runtime does not wake up at all, and a shaped backlog wakes it once per
+/// departure, by its timer, never before the departure is due.
+#[test]
+fn arbiter_sleeps_until_the_next_departure_or_arrival_without_polling() {
+    let sink = TimedSink::default();
+    let times = std::sync::Arc::clone(&sink.times);
+    let cfg = Config {
+        link_rate_bps: 10_000_000_000,
+        max_clients: 2,
+        ..Config::default()
+    };
+    let rt = Pspat::start(cfg, paced_tree(), Dispatch::Inline(sink)).unwrap();
+    let mut client = rt.client().unwrap();
+
+    // Idle: after the start-up spin the arbiter sleeps once and stays asleep.
+    std::thread::sleep(Duration::from_millis(20));
+    let before = rt.stats();
+    std::thread::sleep(Duration::from_millis(300));
+    let idle = rt.stats();
+    assert_eq!(
+        idle.rounds, before.rounds,
+        "an idle arbiter ran rounds: {before:?} -> {idle:?}"
+    );
+    assert_eq!(idle.sleeps, before.sleeps, "{before:?} -> {idle:?}");
+    assert_eq!(idle.timer_wakeups, before.timer_wakeups);
+
+    // Shaped: 10 packets at once, released one per 5 ms.
+    const N: usize = 10;
+    for seq in 0..N as u32 {
+        send_retrying(&mut client, Packet::new(0, 1500).buffer(seq));
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while times.lock().unwrap().len() < N && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    let shaped = rt.stats();
+    let times = times.lock().unwrap().clone();
+    assert_eq!(times.len(), N, "all packets delivered");
+    // GCRA with a one-packet burst: the first leaves at once, each later one 5 ms
+    // after the previous, at most one shaper slot (15 us) early.
+    for w in times.windows(2) {
+        assert!(
+            w[1] - w[0] >= 5_000_000 - 2 * 16_000,
+            "released early: {times:?}"
+        );
+    }
+    let timer = shaped.timer_wakeups - idle.timer_wakeups;
+    let sleeps = shaped.sleeps - idle.sleeps;
+    assert!(
+        (N as u64 - 2..=N as u64 + 1).contains(&timer),
+        "{timer} timer wake-ups for {N} departures: {idle:?} -> {shaped:?}"
+    );
+    assert!(
+        sleeps <= N as u64 + 2,
+        "{sleeps} sleeps for {N} departures: {idle:?} -> {shaped:?}"
+    );
+    // Between departures the arbiter spins Tw (50 rounds of 1 us) and sleeps: far
+    // fewer rounds than 1 us polling over 45 ms would run.
+    let rounds = shaped.rounds - idle.rounds;
+    assert!(rounds < 45_000 / 4, "{rounds} rounds: polling?");
+    drop(client);
+    let report = rt.shutdown(ShutdownMode::Drain);
+    assert_eq!(report.totals().delivered, N as u64);
+}
+
+/// `with_scheduler` runs on the arbiter, wakes it when it sleeps, and a closure
+/// that replaces the scheduler keeps every packet accounted: moved packets are
+/// delivered, dropped ones reach the drop hook with their own buffer.
+#[test]
+fn commands_replace_the_scheduler_and_drops_reach_the_hook() {
+    let dropped = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let hook_dropped = std::sync::Arc::clone(&dropped);
+    let cfg = Config {
+        // 1500 bytes take 12 ms: the scheduler keeps most of the packets.
+        link_rate_bps: 1_000_000,
+        max_clients: 2,
+        ..Config::default()
+    };
+    let sink = CountingSink::new(1);
+    let counters = sink.counters();
+    let rt = Pspat::start_with_drop_hook(
+        cfg,
+        Fifo::new(64),
+        Dispatch::Inline(sink),
+        Some(Box::new(move |p: Packet, r: DropReason| {
+            hook_dropped.lock().unwrap().push((p.buffer, r));
+        })),
+    )
+    .unwrap();
+    // An idle, sleeping arbiter runs a command at once.
+    std::thread::sleep(Duration::from_millis(20));
+    let backlog = rt
+        .with_scheduler(|ctl| eiffel_sched::Scheduler::backlog(ctl.scheduler()).packets)
+        .unwrap();
+    assert_eq!(backlog, 0);
+    assert_eq!(rt.stats().commands, 1);
+
+    let mut client = rt.client().unwrap();
+    for seq in 100..110u32 {
+        send_retrying(&mut client, Packet::new(0, 1500).buffer(seq));
+    }
+    std::thread::sleep(Duration::from_millis(5));
+    // Move everything into a fresh FIFO, dropping the last packet, and speed the
+    // link up.
+    let (moved, gone) = rt
+        .with_scheduler(|ctl| {
+            use eiffel_sched::Scheduler;
+            let now = ctl.now();
+            let mut old = std::mem::replace(ctl.scheduler(), Fifo::new(64));
+            let mut taken = Vec::new();
+            while let Some(p) = old.dequeue(now) {
+                taken.push(p);
+            }
+            let last = taken.pop().expect("packets held by a slow link");
+            for p in &taken {
+                ctl.scheduler().enqueue(*p, now).unwrap();
+            }
+            ctl.drop_packet(last, DropReason::Evicted);
+            ctl.set_link_rate(10_000_000_000).unwrap();
+            assert!(ctl.set_link_rate(0).is_err());
+            (taken.len() as u64, 1u64)
+        })
+        .unwrap();
+    assert!(moved >= 1);
+    drop(client);
+    let report = rt.shutdown(ShutdownMode::Drain);
+    let totals = report.totals();
+    assert_eq!(totals.received, 10);
+    assert_eq!(totals.dropped.get(DropReason::Evicted), gone);
+    assert_eq!(totals.delivered + gone, 10);
+    assert_eq!(counters.packets(), totals.delivered);
+    assert_eq!(
+        *dropped.lock().unwrap(),
+        vec![(109, DropReason::Evicted)],
+        "the hook sees the packet's own buffer"
+    );
+}
+
+/// A discarding shutdown drops the packets a shaper still holds back (they are not
+/// eligible at any time before their release) instead of leaving them behind.
+#[test]
+fn discard_drops_what_a_shaper_still_holds() {
+    let cfg = Config {
+        max_clients: 2,
+        ..Config::default()
+    };
+    let rt = Pspat::start(cfg, paced_tree(), Dispatch::Inline(CountingSink::new(1))).unwrap();
+    let mut client = rt.client().unwrap();
+    for seq in 0..10u32 {
+        send_retrying(&mut client, Packet::new(0, 1500).buffer(seq));
+    }
+    std::thread::sleep(Duration::from_millis(12));
+    drop(client);
+    let report = rt.shutdown(ShutdownMode::Discard);
+    let t = report.totals();
+    let shutdown = t.dropped.get(DropReason::Shutdown);
+    assert!(shutdown >= 5, "{t:?}");
+    assert_eq!(t.delivered + shutdown, 10, "{t:?}");
+    assert_eq!(
+        eiffel_sched::Scheduler::backlog(&report.scheduler).packets,
+        0
+    );
+}

@@ -8,6 +8,7 @@ mod policy;
 mod pspat;
 mod queues;
 mod sched;
+mod shape;
 
 /// Options every benchmark accepts.
 #[derive(Debug, Clone, Args)]
@@ -40,6 +41,10 @@ pub enum BenchCommand {
     /// and hClock on bucketed queues vs binary heaps, and the cost of pacing 20,000
     /// flows with one timing-wheel shaper vs a comparison heap (Eiffel section 5.1).
     Policy(CommonOpts),
+    /// Live traffic: Mpps of 64-byte frames and CPU per frame through `eiffel shape`
+    /// with a policy, against a kernel bridge with HTB on the same veth topology
+    /// (needs root).
+    Shape(CommonOpts),
 }
 
 /// An error a benchmark reports instead of results.
@@ -53,5 +58,6 @@ pub fn run(cmd: BenchCommand) -> Result<(), BenchError> {
         BenchCommand::Cq(opts) => cq::run(&opts),
         BenchCommand::Pspat(opts) => pspat::run(opts),
         BenchCommand::Policy(opts) => policy::run(&opts),
+        BenchCommand::Shape(opts) => shape::run(&opts),
     }
 }

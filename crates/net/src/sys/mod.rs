@@ -4,12 +4,16 @@
 //! - this file: thin, checked wrappers over the libc calls the crate makes (packet
 //!   sockets, socket options, interface ioctls, `ppoll`, `setns`, `geteuid`);
 //! - [`ring`]: the memory shared with the kernel (the `mmap`ed TPACKET rings) and the
-//!   only code that reads or writes it.
+//!   only code that reads or writes it;
+//! - [`frames`]: frame slots shared between this process's threads (the receive
+//!   thread fills them, transmit and drop paths drain them), owned one thread at a
+//!   time through per-slot atomic states.
 //!
 //! Conventions: every function returns `io::Error::last_os_error()` on failure and
 //! never panics; every `unsafe` block says which invariant makes it sound. The
 //! wrappers take `BorrowedFd`, so they cannot outlive the socket they act on.
 
+pub(crate) mod frames;
 pub(crate) mod ring;
 
 use std::ffi::CStr;

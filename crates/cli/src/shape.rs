@@ -1,0 +1,291 @@
+//! `eiffel shape --policy FILE --in IF1 --out IF2`: schedules the traffic that
+//! enters IF1 and leaves IF2 by a policy file, as a transparent bump in the wire;
+//! IF2-to-IF1 traffic passes untouched. The data path is `eiffel_net::shape`; this
+//! module loads the policy, serves the control socket (see [`crate::stats`]),
+//! handles signals and prints the final counters.
+//!
+//! Signals: SIGINT and SIGTERM stop (queued packets are sent for up to `--drain`,
+//! then dropped under the `shutdown` reason, and the final counters printed);
+//! SIGHUP reloads the policy file, like `eiffel stats --reload`.
+
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use clap::Args;
+use eiffel_net::shape::{Bump, LinkRate, PolicySource, ShapeConfig, DEFAULT_LINK_RATE_BPS};
+use eiffel_policy::units::{self, fmt_rate, RateUnit, TimeUnit};
+use eiffel_policy::Policy;
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+use crate::stats::{read_request, render, socket_path, ReloadAnswer};
+
+/// Arguments of `eiffel shape`.
+#[derive(Debug, Args)]
+pub struct ShapeArgs {
+    /// The policy file (see `eiffel check`).
+    #[arg(long, value_name = "FILE")]
+    pub policy: PathBuf,
+    /// Interface whose incoming traffic is scheduled.
+    #[arg(long = "in", value_name = "IF1")]
+    pub input: String,
+    /// Interface the scheduled traffic leaves on.
+    #[arg(long = "out", value_name = "IF2")]
+    pub output: String,
+    /// Rate of the emulated link the scheduler releases onto, e.g. `100Mbit`.
+    /// Default: the policy root's rate limit (re-read at every reload), else
+    /// 1 Gbit/s. Set it to the real egress rate so that the bump, not a queue
+    /// further on, is the bottleneck.
+    #[arg(long, value_name = "RATE")]
+    pub link_rate: Option<String>,
+    /// Instance name: the control socket is `<runtime dir>/<name>.sock`.
+    /// Default `<in>-<out>`.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// The control socket's path (overrides `--name`).
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+    /// At a stop, how long queued packets may still leave before the rest is
+    /// dropped.
+    #[arg(long, default_value = "1s", value_name = "TIME")]
+    pub drain: String,
+    /// Interval of the per-node rate measurement.
+    #[arg(long, default_value = "1s", value_name = "TIME")]
+    pub rate_interval: String,
+    /// The arbiter transmits itself instead of handing frames to a dispatcher
+    /// thread (one thread fewer, for machines with few cores).
+    #[arg(long)]
+    pub inline_dispatch: bool,
+    /// PSPAT's Tw: how long the arbiter and the dispatcher spin without work before
+    /// they sleep.
+    #[arg(long, default_value = "50us", value_name = "TIME")]
+    pub idle_spin: String,
+    /// Print the final counters as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+type Error = Box<dyn std::error::Error>;
+
+fn source(policy: &Policy) -> PolicySource {
+    PolicySource {
+        name: policy.file_name().to_owned(),
+        tree: policy.spec().clone(),
+        classify: policy.classify_spec().clone(),
+    }
+}
+
+fn duration(text: &str, what: &str) -> Result<Duration, Error> {
+    let t = units::parse::<TimeUnit>(text).map_err(|e| format!("--{what}: {e}"))?;
+    Ok(Duration::from_nanos(t.get()))
+}
+
+/// Warns about rules that can never match live traffic.
+fn warn_workload_rules(policy: &Policy) {
+    for (i, r) in policy.classify_spec().rules.iter().enumerate() {
+        if r.flow.is_some() || r.class.is_some() {
+            eprintln!(
+                "eiffel shape: warning: classify.rule[{i}] (leaf `{}`) tests workload `flow`/`class` ids, which live frames do not carry",
+                r.leaf
+            );
+        }
+    }
+}
+
+/// Binds the control socket, refusing to take over a live one.
+fn bind(path: &Path) -> Result<UnixListener, Error> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    if path.exists() {
+        if UnixStream::connect(path).is_ok() {
+            return Err(format!(
+                "{} is in use by another `eiffel shape`; give this one another --name or --socket",
+                path.display()
+            )
+            .into());
+        }
+        // Left behind by an instance that died.
+        let _ = std::fs::remove_file(path);
+    }
+    UnixListener::bind(path).map_err(|e| format!("cannot listen on {}: {e}", path.display()).into())
+}
+
+enum Event {
+    Stop(&'static str),
+    Reload,
+}
+
+fn reload(bump: &Bump, file: &Path) -> ReloadAnswer {
+    match Policy::load(file) {
+        Err(e) => {
+            bump.record_refused_reload(e.to_string());
+            ReloadAnswer {
+                ok: false,
+                error: Some(e.to_string()),
+                ..ReloadAnswer::default()
+            }
+        }
+        Ok(p) => {
+            warn_workload_rules(&p);
+            match bump.reload(source(&p)) {
+                Ok(r) => ReloadAnswer {
+                    ok: true,
+                    error: None,
+                    moved: r.moved,
+                    to_default: r.to_default,
+                    dropped: r.dropped,
+                    link_rate_bps: r.link_rate_bps,
+                },
+                Err(e) => ReloadAnswer {
+                    ok: false,
+                    error: Some(e.to_string()),
+                    ..ReloadAnswer::default()
+                },
+            }
+        }
+    }
+}
+
+fn log_reload(answer: &ReloadAnswer, file: &Path) {
+    match &answer.error {
+        None => eprintln!(
+            "eiffel shape: reloaded {}: {} queued packets moved ({} to the default leaf), {} dropped; link {}",
+            file.display(),
+            answer.moved,
+            answer.to_default,
+            answer.dropped,
+            fmt_rate(answer.link_rate_bps as f64)
+        ),
+        Some(e) => eprintln!("eiffel shape: reload refused, the old policy keeps running: {e}"),
+    }
+}
+
+/// Answers one control connection.
+fn serve(bump: &Bump, file: &Path, mut stream: UnixStream) {
+    use std::io::Write as _;
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let _ = stream.set_write_timeout(Some(Duration::from_secs(5)));
+    let answer = match read_request(&stream).as_deref() {
+        Ok("stats") => match bump.snapshot() {
+            Ok(s) => serde_json::to_string(&s).unwrap_or_default(),
+            Err(e) => serde_json::json!({ "error": e.to_string() }).to_string(),
+        },
+        Ok("reload") => {
+            let a = reload(bump, file);
+            log_reload(&a, file);
+            serde_json::to_string(&a).unwrap_or_default()
+        }
+        Ok(other) => {
+            serde_json::json!({ "error": format!("unknown request {other:?}") }).to_string()
+        }
+        Err(_) => return,
+    };
+    let _ = stream.write_all(answer.as_bytes());
+}
+
+/// Runs `eiffel shape` until SIGINT or SIGTERM.
+pub fn run(args: &ShapeArgs) -> Result<(), Error> {
+    let policy = Policy::load(&args.policy)?;
+    warn_workload_rules(&policy);
+    let drain = duration(&args.drain, "drain")?;
+    let interval = duration(&args.rate_interval, "rate-interval")?.max(Duration::from_millis(10));
+    let mut cfg = ShapeConfig::new(&args.input, &args.output);
+    cfg.inline_dispatch = args.inline_dispatch;
+    cfg.idle_spin = duration(&args.idle_spin, "idle-spin")?;
+    cfg.link_rate = match &args.link_rate {
+        Some(text) => LinkRate::Fixed(
+            units::parse::<RateUnit>(text)
+                .map_err(|e| format!("--link-rate: {e}"))?
+                .get(),
+        ),
+        None => LinkRate::FromPolicy {
+            default_bps: DEFAULT_LINK_RATE_BPS,
+        },
+    };
+    let socket = args.socket.clone().unwrap_or_else(|| {
+        socket_path(
+            args.name
+                .as_deref()
+                .unwrap_or(&format!("{}-{}", args.input, args.output)),
+        )
+    });
+    // Signals are caught from here on, so a stop during start-up is not lost.
+    let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP])
+        .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    let bump = Bump::start(&cfg, source(&policy))?;
+    let listener = match bind(&socket) {
+        Ok(l) => l,
+        Err(e) => {
+            bump.stop(drain);
+            return Err(e);
+        }
+    };
+    eprintln!(
+        "eiffel shape: {} -> {} through {} (link {}); stats: eiffel stats --socket {}",
+        args.input,
+        args.output,
+        args.policy.display(),
+        fmt_rate(cfg.link_rate.for_policy(policy.spec()) as f64),
+        socket.display()
+    );
+
+    let (events, inbox) = mpsc::channel::<Event>();
+    let handle = signals.handle();
+    let closing = AtomicBool::new(false);
+    let reason = std::thread::scope(|s| {
+        let signal_events = events.clone();
+        s.spawn(move || {
+            for sig in signals.forever() {
+                let event = match sig {
+                    SIGHUP => Event::Reload,
+                    SIGINT => Event::Stop("SIGINT"),
+                    _ => Event::Stop("SIGTERM"),
+                };
+                if signal_events.send(event).is_err() {
+                    break;
+                }
+            }
+        });
+        let (bump, listener, closing, file) = (&bump, &listener, &closing, args.policy.as_path());
+        s.spawn(move || {
+            for stream in listener.incoming() {
+                if closing.load(Ordering::Acquire) {
+                    break;
+                }
+                if let Ok(stream) = stream {
+                    serve(bump, file, stream);
+                }
+            }
+        });
+        let reason = loop {
+            match inbox.recv_timeout(interval) {
+                Ok(Event::Stop(why)) => break why,
+                Ok(Event::Reload) => log_reload(&reload(bump, &args.policy), &args.policy),
+                Err(mpsc::RecvTimeoutError::Timeout) => bump.sample_rates(),
+                Err(mpsc::RecvTimeoutError::Disconnected) => break "signal handling ended",
+            }
+        };
+        closing.store(true, Ordering::Release);
+        // Wake the accept loop so it sees `closing`.
+        let _ = UnixStream::connect(&socket);
+        handle.close();
+        reason
+    });
+    let _ = std::fs::remove_file(&socket);
+    eprintln!("eiffel shape: {reason}: stopping (draining for up to {drain:?})");
+    let last = bump.stop(drain);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&last)?);
+    } else {
+        print!("{}", render(&last));
+    }
+    if !last.accounting.balanced() || last.accounting.queued != 0 {
+        return Err(format!("frames unaccounted for at exit: {:?}", last.accounting).into());
+    }
+    Ok(())
+}

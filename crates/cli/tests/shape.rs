@@ -1,0 +1,685 @@
+//! End to end: `eiffel shape` between two network namespaces, against a kernel
+//! bridge with Linux HTB classes on the same topology, with iperf3 TCP and UDP
+//! flows.
+//!
+//! ```text
+//!  [sender ns] s0 ==veth== m0 [middle ns: eiffel shape, or br0 + HTB on m1] m1 ==veth== r0 [receiver ns]
+//! ```
+//!
+//! Each scenario runs once through the real `eiffel` binary and once through the
+//! bridge with HTB, and checks the same properties on both from iperf3's JSON
+//! output (rates are converted to Ethernet-frame rates, what both shapers count):
+//! - `weights_and_aggregate`: two TCP classes weighted 3:1 under a 40 Mbit/s
+//!   root: the aggregate within 2% of 40 Mbit/s, the shares within 5% of 3:1.
+//! - `strict_priority`: a 15 Mbit/s UDP class before greedy TCP: the UDP class
+//!   gets its whole demand (under 1% loss, its rate within 2%), TCP the rest, and
+//!   UDP arrives in order.
+//! - `losses_are_counted_drops`: UDP at twice its class's limit: every datagram
+//!   iperf3 lost is a drop the shaper counted (eiffel's counters; HTB's `tc -s`
+//!   drops), and no datagram is reordered.
+//!
+//! Eiffel-only: `reload_and_stats` (live counters over the control socket, a bad
+//! policy refused with the old one kept, a reload by SIGHUP that moves the queued
+//! packets, the final balance after SIGTERM) and `clear_errors` (bad policy,
+//! missing interface, missing CAP_NET_RAW).
+//!
+//! Runs as root (`EIFFEL_REQUIRE_NETNS=1` turns a missing prerequisite into a
+//! failure). Bounded: every iperf3 run lasts 4-5 s, every command has a time limit,
+//! and namespaces, processes and files are removed however a test ends. The
+//! scenarios run one at a time (they measure rates on a 2-core machine).
+//! `cargo test -p eiffel --test shape -- --nocapture` prints the side-by-side rows.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use eiffel_net::shape::Snapshot;
+use eiffel_net::testbed::{
+    self, Background, Htb, HtbClass, HtbMatch, Iperf3, Iperf3Report, Role, Testbed, MIDDLE_OUT,
+};
+
+const TOOLS: [&str; 5] = ["ip", "tc", "ethtool", "ping", "iperf3"];
+const EIFFEL: &str = env!("CARGO_BIN_EXE_eiffel");
+/// The test bed's interface MTU.
+const MTU: f64 = 1500.0;
+/// Ethernet header bytes counted by both shapers.
+const ETH: f64 = 14.0;
+
+/// One scenario at a time: they measure rates.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn policy(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/policies")
+        .join(name)
+}
+
+/// A directory removed when dropped.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        let p = std::env::temp_dir().join(format!("eiffel-shape-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("temp dir");
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// TCP goodput to Ethernet-frame rate: full segments of `mss` payload bytes in
+/// frames of MTU + 14 bytes.
+fn tcp_wire(r: &Iperf3Report) -> f64 {
+    let mss = f64::from(r.tcp_mss.unwrap_or(1448));
+    r.bits_per_second * (MTU + ETH) / mss
+}
+
+/// UDP goodput of `len`-byte datagrams to Ethernet-frame rate.
+fn udp_wire(r: &Iperf3Report, len: u32) -> f64 {
+    let len = f64::from(len);
+    r.bits_per_second * (len + 8.0 + 20.0 + ETH) / len
+}
+
+/// A running `eiffel shape` in the middle namespace.
+struct Shaper {
+    bg: Option<Background>,
+    socket: PathBuf,
+}
+
+impl Shaper {
+    fn start(bed: &Testbed, policy: &Path, dir: &Path, extra: &[&str]) -> Shaper {
+        let socket = dir.join("shape.sock");
+        let (p, s) = (policy.to_str().unwrap(), socket.to_str().unwrap());
+        let mut args = vec![
+            EIFFEL, "shape", "--policy", p, "--in", "m0", "--out", "m1", "--socket", s, "--json",
+        ];
+        args.extend_from_slice(extra);
+        let mut bg = bed.spawn(Role::Middle, &args).expect("spawn eiffel shape");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::os::unix::net::UnixStream::connect(&socket).is_err() {
+            if bg.has_exited() || Instant::now() > deadline {
+                let out = bg.wait(Duration::from_secs(1)).ok();
+                panic!("eiffel shape did not start: {out:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Shaper {
+            bg: Some(bg),
+            socket,
+        }
+    }
+
+    fn eiffel(&self, args: &[&str]) -> std::process::Output {
+        std::process::Command::new(EIFFEL)
+            .args(args)
+            .arg("--socket")
+            .arg(&self.socket)
+            .output()
+            .expect("run eiffel stats")
+    }
+
+    fn stats(&self) -> Snapshot {
+        let out = self.eiffel(&["stats", "--json"]);
+        assert!(out.status.success(), "eiffel stats: {out:?}");
+        serde_json::from_slice(&out.stdout).expect("snapshot JSON")
+    }
+
+    fn signal(&self, sig: &str) {
+        let pid = self.bg.as_ref().expect("running").id().to_string();
+        let ok = std::process::Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill {sig} {pid}");
+    }
+
+    /// SIGTERM, then the final snapshot it prints.
+    fn stop(mut self) -> Snapshot {
+        self.signal("-TERM");
+        let out = self
+            .bg
+            .take()
+            .expect("running")
+            .wait(Duration::from_secs(15))
+            .expect("eiffel shape exits after SIGTERM");
+        assert!(out.status.success(), "eiffel shape failed: {}", out.stderr);
+        serde_json::from_str(&out.stdout)
+            .unwrap_or_else(|e| panic!("final snapshot: {e}: {}", out.stdout))
+    }
+}
+
+fn node<'a>(s: &'a Snapshot, path: &str) -> &'a eiffel_net::shape::stats::NodeStats {
+    s.nodes
+        .iter()
+        .find(|n| n.path == path)
+        .unwrap_or_else(|| panic!("node {path} missing"))
+}
+
+/// Checks the final balance of an eiffel run and that nothing was lost in the
+/// kernel's receive ring.
+fn check_balance(s: &Snapshot) {
+    let a = s.accounting;
+    assert!(a.balanced() && a.queued == 0, "final balance {a:?}");
+    assert_eq!(s.pool.in_use, 0, "pool slots leaked");
+    assert_eq!(
+        s.ingress.to_scheduler, s.scheduler.received,
+        "descriptors lost between the receive thread and the arbiter"
+    );
+    assert_eq!(
+        s.scheduler.received,
+        s.scheduler.released + s.scheduler.dropped,
+        "scheduler balance"
+    );
+}
+
+/// Runs iperf3 clients concurrently (one server each) and returns their reports.
+fn concurrent(bed: &Testbed, runs: &[Iperf3]) -> Vec<Iperf3Report> {
+    let servers: Vec<Background> = runs
+        .iter()
+        .map(|r| bed.iperf3_server(r.port).expect("iperf3 server"))
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let reports = std::thread::scope(|s| {
+        let handles: Vec<_> = runs
+            .iter()
+            .map(|r| s.spawn(move || bed.iperf3_client(r)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("client thread").expect("iperf3 client"))
+            .collect()
+    });
+    drop(servers);
+    reports
+}
+
+enum Middle {
+    Eiffel(Shaper),
+    Htb,
+}
+
+fn row(scenario: &str, arch: &str, fields: &[(&str, String)]) {
+    let cells: Vec<String> = fields.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    eprintln!("ROW {scenario:<22} {arch:<7} {}", cells.join("  "));
+}
+
+fn weights_run(arch: &str) {
+    let bed = Testbed::new("eiffel-shw").expect("test bed");
+    let dir = TempDir::new("weights");
+    let middle = if arch == "eiffel" {
+        Middle::Eiffel(Shaper::start(&bed, &policy("weighted.toml"), &dir.0, &[]))
+    } else {
+        bed.bridge_middle().expect("bridge");
+        let class = |minor, rate: &str, port: Option<u16>| HtbClass {
+            minor,
+            rate: rate.into(),
+            ceil: None,
+            prio: None,
+            limit: Some(1000),
+            matches: port
+                .map(|p| vec![HtbMatch::Protocol(6), HtbMatch::DstPort(p)])
+                .unwrap_or_default(),
+        };
+        let htb = Htb {
+            rate: "40mbit".into(),
+            default_minor: 30,
+            classes: vec![
+                class(10, "30mbit", Some(5201)),
+                class(20, "10mbit", Some(5202)),
+                class(30, "1mbit", None),
+            ],
+        };
+        bed.htb(Role::Middle, MIDDLE_OUT, &htb).expect("htb");
+        Middle::Htb
+    };
+    let tcp = |port| Iperf3 {
+        omit: 1,
+        ..Iperf3::tcp(port, 4)
+    };
+    let r = concurrent(&bed, &[tcp(5201), tcp(5202)]);
+    let (a, b) = (tcp_wire(&r[0]), tcp_wire(&r[1]));
+    let total = a + b;
+    let ratio = a / b;
+    row(
+        "weights 3:1, 40 Mbit/s",
+        arch,
+        &[
+            ("aggregate_mbps", format!("{:.2}", total / 1e6)),
+            ("error_pct", format!("{:+.2}", (total / 40e6 - 1.0) * 100.0)),
+            ("ratio", format!("{ratio:.3}")),
+        ],
+    );
+    if let Middle::Eiffel(shaper) = middle {
+        let last = shaper.stop();
+        check_balance(&last);
+        assert!(node(&last, "root/a").packets > 0 && node(&last, "root/b").packets > 0);
+    }
+    assert!(
+        (total / 40e6 - 1.0).abs() <= 0.02,
+        "{arch}: aggregate {:.2} Mbit/s not within 2% of 40",
+        total / 1e6
+    );
+    assert!(
+        (ratio / 3.0 - 1.0).abs() <= 0.05,
+        "{arch}: shares {:.2} : {:.2} Mbit/s, ratio {ratio:.3} not within 5% of 3",
+        a / 1e6,
+        b / 1e6
+    );
+}
+
+#[test]
+fn weights_and_aggregate() {
+    if !testbed::preflight("weights_and_aggregate", &TOOLS) {
+        return;
+    }
+    let _serial = serial();
+    weights_run("eiffel");
+    weights_run("htb");
+}
+
+const VOICE_LEN: u32 = 1000;
+
+fn strict_run(arch: &str) {
+    let bed = Testbed::new("eiffel-shp").expect("test bed");
+    let dir = TempDir::new("strict");
+    let middle = if arch == "eiffel" {
+        Middle::Eiffel(Shaper::start(&bed, &policy("strict.toml"), &dir.0, &[]))
+    } else {
+        bed.bridge_middle().expect("bridge");
+        let htb = Htb {
+            rate: "40mbit".into(),
+            default_minor: 10,
+            classes: vec![
+                HtbClass {
+                    minor: 10,
+                    rate: "1mbit".into(),
+                    ceil: None,
+                    prio: Some(0),
+                    limit: None,
+                    matches: vec![],
+                },
+                HtbClass {
+                    minor: 20,
+                    rate: "20mbit".into(),
+                    ceil: None,
+                    prio: Some(1),
+                    limit: Some(1000),
+                    matches: vec![HtbMatch::Protocol(17), HtbMatch::DstPort(5203)],
+                },
+                HtbClass {
+                    minor: 30,
+                    rate: "1mbit".into(),
+                    ceil: None,
+                    prio: Some(2),
+                    limit: Some(1000),
+                    matches: vec![HtbMatch::Protocol(6), HtbMatch::DstPort(5204)],
+                },
+            ],
+        };
+        bed.htb(Role::Middle, MIDDLE_OUT, &htb).expect("htb");
+        Middle::Htb
+    };
+    let voice = Iperf3 {
+        length: Some(VOICE_LEN),
+        omit: 1,
+        ..Iperf3::udp(5203, 4, "15M")
+    };
+    let bulk = Iperf3 {
+        omit: 1,
+        ..Iperf3::tcp(5204, 4)
+    };
+    let r = concurrent(&bed, &[voice, bulk]);
+    let (v, b) = (&r[0], &r[1]);
+    let v_wire = udp_wire(v, VOICE_LEN);
+    let b_wire = tcp_wire(b);
+    let loss = v.lost_packets as f64 / v.packets.max(1) as f64;
+    row(
+        "strict priority",
+        arch,
+        &[
+            ("voice_mbps", format!("{:.2}", v.bits_per_second / 1e6)),
+            ("voice_loss_pct", format!("{:.2}", loss * 100.0)),
+            ("voice_reordered", v.out_of_order.to_string()),
+            ("bulk_wire_mbps", format!("{:.2}", b_wire / 1e6)),
+            ("total_wire_mbps", format!("{:.2}", (v_wire + b_wire) / 1e6)),
+        ],
+    );
+    if let Middle::Eiffel(shaper) = middle {
+        let last = shaper.stop();
+        check_balance(&last);
+        assert_eq!(
+            node(&last, "root/voice").dropped(),
+            0,
+            "voice drops: {:?}",
+            node(&last, "root/voice")
+        );
+    }
+    assert!(v.packets > 0, "{arch}: no voice datagrams");
+    assert!(loss <= 0.01, "{arch}: voice lost {:.2}%", loss * 100.0);
+    assert!(
+        (v.bits_per_second / 15e6 - 1.0).abs() <= 0.02,
+        "{arch}: voice got {:.2} of its 15 Mbit/s",
+        v.bits_per_second / 1e6
+    );
+    assert_eq!(v.out_of_order, 0, "{arch}: voice reordered");
+    let rest = 40e6 - v_wire;
+    assert!(
+        (b_wire / rest - 1.0).abs() <= 0.05,
+        "{arch}: bulk got {:.2} Mbit/s of the {:.2} left",
+        b_wire / 1e6,
+        rest / 1e6
+    );
+}
+
+#[test]
+fn strict_priority() {
+    if !testbed::preflight("strict_priority", &TOOLS) {
+        return;
+    }
+    let _serial = serial();
+    strict_run("eiffel");
+    strict_run("htb");
+}
+
+const LOSS_LEN: u32 = 1200;
+const LOSS_QUEUE: u64 = 100;
+
+fn loss_run(arch: &str) {
+    let bed = Testbed::new("eiffel-shl").expect("test bed");
+    let dir = TempDir::new("loss");
+    let middle = if arch == "eiffel" {
+        Middle::Eiffel(Shaper::start(&bed, &policy("loss.toml"), &dir.0, &[]))
+    } else {
+        bed.bridge_middle().expect("bridge");
+        let htb = Htb {
+            rate: "100mbit".into(),
+            default_minor: 20,
+            classes: vec![
+                HtbClass {
+                    minor: 10,
+                    rate: "10mbit".into(),
+                    ceil: Some("10mbit".into()),
+                    prio: None,
+                    limit: Some(LOSS_QUEUE as u32),
+                    matches: vec![HtbMatch::Protocol(17), HtbMatch::DstPort(5205)],
+                },
+                HtbClass {
+                    minor: 20,
+                    rate: "10mbit".into(),
+                    ceil: None,
+                    prio: None,
+                    limit: None,
+                    matches: vec![],
+                },
+            ],
+        };
+        bed.htb(Role::Middle, MIDDLE_OUT, &htb).expect("htb");
+        Middle::Htb
+    };
+    let udp = Iperf3 {
+        length: Some(LOSS_LEN),
+        ..Iperf3::udp(5205, 4, "20M")
+    };
+    let r = concurrent(&bed, std::slice::from_ref(&udp));
+    let u = &r[0];
+    let (drops, arch_detail) = match middle {
+        Middle::Eiffel(shaper) => {
+            let last = shaper.stop();
+            check_balance(&last);
+            let capped = node(&last, "root/capped");
+            // Every loss in the bump is counted somewhere: the leaf, the other
+            // stages, the kernel's receive ring.
+            let elsewhere =
+                last.accounting.dropped - last.scheduler.dropped + last.ingress.kernel_drops;
+            (capped.dropped() + elsewhere, format!("{:?}", capped.drops))
+        }
+        Middle::Htb => {
+            let stats = bed.class_stats(Role::Middle, MIDDLE_OUT).expect("tc stats");
+            let c = stats
+                .iter()
+                .find(|c| c.class == "1:10")
+                .expect("class 1:10");
+            (c.drops, format!("{c:?}"))
+        }
+    };
+    row(
+        "losses = counted drops",
+        arch,
+        &[
+            ("sent", u.packets.to_string()),
+            ("lost", u.lost_packets.to_string()),
+            ("counted_drops", drops.to_string()),
+            ("reordered", u.out_of_order.to_string()),
+            ("rate_mbps", format!("{:.2}", udp_wire(u, LOSS_LEN) / 1e6)),
+        ],
+    );
+    assert!(
+        u.lost_packets > 0,
+        "{arch}: a flow at twice its limit lost nothing"
+    );
+    assert!(
+        u.lost_packets <= drops,
+        "{arch}: iperf3 lost {} datagrams, the shaper counted {drops} drops ({arch_detail})",
+        u.lost_packets
+    );
+    // Drops after the last datagram that got through, and datagrams still queued
+    // when the receiver stopped counting, are not iperf3 losses: at most a
+    // queue's worth.
+    assert!(
+        drops <= u.lost_packets + LOSS_QUEUE + 10,
+        "{arch}: {drops} drops but only {} losses ({arch_detail})",
+        u.lost_packets
+    );
+    assert_eq!(u.out_of_order, 0, "{arch}: UDP reordered");
+}
+
+#[test]
+fn losses_are_counted_drops() {
+    if !testbed::preflight("losses_are_counted_drops", &TOOLS) {
+        return;
+    }
+    let _serial = serial();
+    loss_run("eiffel");
+    loss_run("htb");
+}
+
+#[test]
+fn reload_and_stats() {
+    if !testbed::preflight("reload_and_stats", &TOOLS) {
+        return;
+    }
+    let _serial = serial();
+    let bed = Testbed::new("eiffel-shr").expect("test bed");
+    let dir = TempDir::new("reload");
+    let file = dir.0.join("policy.toml");
+    std::fs::copy(policy("reload_a.toml"), &file).expect("policy copy");
+    let shaper = Shaper::start(&bed, &file, &dir.0, &["--rate-interval", "500ms"]);
+
+    let server = bed.iperf3_server(5206).expect("server");
+    std::thread::sleep(Duration::from_millis(200));
+    let udp = Iperf3 {
+        length: Some(1000),
+        ..Iperf3::udp(5206, 5, "8M")
+    };
+    let report = std::thread::scope(|s| {
+        let client = s.spawn(|| bed.iperf3_client(&udp));
+
+        // Live counters: the slow leaf is backlogged and sends at its 4 Mbit/s.
+        std::thread::sleep(Duration::from_millis(1500));
+        let snap = shaper.stats();
+        let slow = node(&snap, "root/slow");
+        assert!(
+            slow.backlog_packets > 0,
+            "slow leaf not backlogged: {slow:?}"
+        );
+        assert!(
+            (slow.rate_bps / 4e6 - 1.0).abs() < 0.15,
+            "slow leaf rate {:.2} Mbit/s, limit 4",
+            slow.rate_bps / 1e6
+        );
+        assert_eq!(snap.link_rate_bps, 20_000_000, "link rate from the root");
+        let table = shaper.eiffel(&["stats"]);
+        let text = String::from_utf8_lossy(&table.stdout);
+        assert!(
+            text.contains("leaf root/slow (fifo, weight 1, limit 4 Mbit/s)"),
+            "{text}"
+        );
+        assert!(text.contains("balance: received"), "{text}");
+
+        // A bad policy is refused with its location; the old one keeps running.
+        std::fs::write(&file, "[[node]]\nname = \"root\"\nlimit = 7\n").expect("write");
+        let out = shaper.eiffel(&["stats", "--reload"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "a bad policy was accepted");
+        assert!(err.contains("policy.toml:3:9"), "{err}");
+        let snap = shaper.stats();
+        assert_eq!((snap.reloads.refused, snap.reloads.applied), (1, 0));
+        assert!(node(&snap, "root/slow").backlog_packets > 0);
+
+        // SIGHUP: the new policy takes over with the queued packets.
+        std::fs::copy(policy("reload_b.toml"), &file).expect("policy copy");
+        shaper.signal("-HUP");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let snap = loop {
+            let snap = shaper.stats();
+            if snap.reloads.applied == 1 || Instant::now() > deadline {
+                break snap;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert_eq!(snap.reloads.applied, 1, "SIGHUP reload: {:?}", snap.reloads);
+        assert!(
+            snap.reloads.moved > 0,
+            "nothing was queued: {:?}",
+            snap.reloads
+        );
+        assert_eq!(snap.reloads.to_default, snap.reloads.moved, "slow is gone");
+        assert_eq!(snap.reloads.dropped, 0);
+        assert!(snap.nodes.iter().all(|n| n.name != "slow"));
+        assert_eq!(
+            snap.link_rate_bps, 30_000_000,
+            "link rate from the new root"
+        );
+        client.join().expect("client").expect("iperf3")
+    });
+    drop(server);
+
+    // Idle: once the queues are empty the arbiter sleeps until the next arrival,
+    // with no timed wake-up (each `eiffel stats` is one command: one notified
+    // wake-up and a short spin).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while shaper.stats().scheduler.backlog_packets > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Past one rate interval, so the rate sampler has seen the last departure.
+    std::thread::sleep(Duration::from_millis(700));
+    let before = shaper.stats().scheduler;
+    std::thread::sleep(Duration::from_millis(500));
+    let after = shaper.stats().scheduler;
+    assert_eq!(before.backlog_packets, 0, "the queues did not drain");
+    assert_eq!(
+        after.timer_wakeups, before.timer_wakeups,
+        "timed wake-ups while idle: {before:?} -> {after:?}"
+    );
+    assert!(
+        after.rounds - before.rounds < 5_000 && after.sleeps - before.sleeps <= 3,
+        "an idle arbiter kept running: {before:?} -> {after:?}"
+    );
+
+    let last = shaper.stop();
+    check_balance(&last);
+    assert_eq!(report.out_of_order, 0, "reordered across the reload");
+    let counted = last.accounting.dropped + last.ingress.kernel_drops;
+    assert!(
+        report.lost_packets <= counted,
+        "lost {} > counted {counted}",
+        report.lost_packets
+    );
+    assert!(last.scheduler.drops.get("shutdown").copied().unwrap_or(0) <= last.accounting.dropped);
+    eprintln!(
+        "reload: moved {} queued packets, UDP lost {} of {} (counted drops {counted})",
+        last.reloads.moved, report.lost_packets, report.packets
+    );
+}
+
+#[test]
+fn clear_errors() {
+    if !testbed::preflight("clear_errors", &["ip", "setpriv"]) {
+        return;
+    }
+    let _serial = serial();
+    let run = |pre: &[&str], args: &[&str]| {
+        let mut all: Vec<&str> = pre.to_vec();
+        all.push(EIFFEL);
+        all.extend_from_slice(args);
+        let out = std::process::Command::new(all[0])
+            .args(&all[1..])
+            .output()
+            .expect("run");
+        assert!(!out.status.success(), "{args:?} succeeded");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let dir = TempDir::new("errors");
+    let bad = dir.0.join("bad.toml");
+    std::fs::write(&bad, "[[node]]\nname = \"root\"\ndiscipline = \"nope\"\n").unwrap();
+    let b = bad.to_str().unwrap();
+    let sock = dir.0.join("s.sock");
+    let s = sock.to_str().unwrap();
+    let good = policy("weighted.toml");
+    let g = good.to_str().unwrap();
+
+    let err = run(
+        &[],
+        &[
+            "shape", "--policy", b, "--in", "a", "--out", "b", "--socket", s,
+        ],
+    );
+    assert!(err.contains("bad.toml:3:"), "bad policy: {err}");
+
+    let err = run(
+        &[],
+        &[
+            "shape", "--policy", g, "--in", "nosuch0", "--out", "nosuch1", "--socket", s,
+        ],
+    );
+    assert!(
+        err.contains("`nosuch0` does not exist") && err.contains("ip link"),
+        "missing interface: {err}"
+    );
+
+    // Root without CAP_NET_RAW (dropped from the bounding set, so exec does not
+    // grant it back).
+    let err = run(
+        &[
+            "setpriv",
+            "--inh-caps=-all",
+            "--bounding-set=-net_raw",
+            "--",
+        ],
+        &[
+            "shape", "--policy", g, "--in", "lo", "--out", "nosuch1", "--socket", s,
+        ],
+    );
+    assert!(
+        err.contains("CAP_NET_RAW") && err.contains("run as root"),
+        "missing capability: {err}"
+    );
+    assert!(!sock.exists(), "a failed start left its socket behind");
+
+    let err = run(&[], &["stats", "--socket", s]);
+    assert!(
+        err.contains("is it running?"),
+        "stats without daemon: {err}"
+    );
+}

@@ -1,0 +1,305 @@
+//! The receive thread: frames in from the input interface, descriptors out to the
+//! PSPAT arbiter.
+//!
+//! Per frame: copy it once from the TPACKET_V3 ring into a frame-pool slot,
+//! classify it (parser, flow table, rules: the descriptor's `class` is a stable
+//! leaf id, see [`super::live`]), publish the slot and push the descriptor into the
+//! thread's PSPAT client mailbox. A frame that cannot go on is dropped here and
+//! counted under its reason. With nothing to receive the thread sleeps in
+//! `ppoll(2)` on the ring and its waker, until the next arrival or the flow table's
+//! next expiry: no polling.
+
+use std::collections::BTreeMap;
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use eiffel_pspat::{Client, SendError};
+
+use super::stats::{put, ClassifierStats, IngressStats};
+use super::waker::Waker;
+use crate::afpacket::{Interest, PollSet, RxRing};
+use crate::classify::Classifier;
+use crate::frames::Filler;
+
+/// Why a frame was dropped before the scheduler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(usize)]
+enum Reason {
+    Truncated,
+    Oversize,
+    PoolFull,
+    Malformed,
+    MailboxFull,
+    Closed,
+}
+
+const REASONS: [(Reason, &str); 6] = [
+    (Reason::Truncated, "truncated"),
+    (Reason::Oversize, "oversize"),
+    (Reason::PoolFull, "pool_full"),
+    (Reason::Malformed, "malformed"),
+    (Reason::MailboxFull, "mailbox_full"),
+    (Reason::Closed, "closed"),
+];
+
+/// Counters the receive thread publishes (single writer) for the stats view.
+#[derive(Debug, Default)]
+pub(crate) struct IngressCounters {
+    received: AtomicU64,
+    bytes: AtomicU64,
+    to_scheduler: AtomicU64,
+    drops: [AtomicU64; REASONS.len()],
+    kernel_drops: AtomicU64,
+    checksum_pending: AtomicU64,
+    flows: AtomicU64,
+    flow_capacity: AtomicU64,
+    flows_created: AtomicU64,
+    flows_expired: AtomicU64,
+    flows_evicted: AtomicU64,
+    malformed: [AtomicU64; crate::wire::Malformed::COUNT],
+}
+
+impl IngressCounters {
+    pub(crate) fn ingress(&self) -> IngressStats {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let mut drops = BTreeMap::new();
+        for (r, name) in REASONS {
+            put(&mut drops, name, get(&self.drops[r as usize]));
+        }
+        IngressStats {
+            received: get(&self.received),
+            bytes: get(&self.bytes),
+            to_scheduler: get(&self.to_scheduler),
+            drops,
+            kernel_drops: get(&self.kernel_drops),
+            checksum_pending: get(&self.checksum_pending),
+        }
+    }
+
+    pub(crate) fn classifier(&self) -> ClassifierStats {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let mut malformed = BTreeMap::new();
+        for m in crate::wire::Malformed::ALL {
+            put(&mut malformed, m.name(), get(&self.malformed[m as usize]));
+        }
+        ClassifierStats {
+            flows: get(&self.flows) as u32,
+            capacity: get(&self.flow_capacity) as u32,
+            created: get(&self.flows_created),
+            expired: get(&self.flows_expired),
+            evicted: get(&self.flows_evicted),
+            malformed,
+        }
+    }
+}
+
+/// A classifier waiting to replace the receive thread's (a reload).
+#[derive(Debug, Default)]
+pub(crate) struct ClassifierSlot {
+    pending: AtomicBool,
+    next: Mutex<Option<Classifier>>,
+}
+
+impl ClassifierSlot {
+    pub(crate) fn post(&self, c: Classifier) {
+        *self.next.lock().unwrap_or_else(PoisonError::into_inner) = Some(c);
+        self.pending.store(true, Ordering::Release);
+    }
+
+    fn take(&self) -> Option<Classifier> {
+        if !self.pending.swap(false, Ordering::Acquire) {
+            return None;
+        }
+        self.next
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+}
+
+/// Counters kept across classifier replacements (a new classifier starts at 0).
+#[derive(Clone, Copy, Debug, Default)]
+struct Carried {
+    created: u64,
+    expired: u64,
+    evicted: u64,
+    malformed: [u64; crate::wire::Malformed::COUNT],
+}
+
+/// The receive thread's state.
+pub(crate) struct Ingress {
+    pub(crate) rx: RxRing,
+    pub(crate) classifier: Classifier,
+    pub(crate) filler: Filler,
+    pub(crate) client: Client,
+    pub(crate) counters: Arc<IngressCounters>,
+    pub(crate) next_classifier: Arc<ClassifierSlot>,
+    pub(crate) stop: Arc<AtomicBool>,
+    pub(crate) waker: UnixStream,
+    pub(crate) batch: usize,
+}
+
+/// What the receive thread hands back when it ends.
+pub(crate) struct IngressEnd {
+    pub(crate) filler: Filler,
+}
+
+/// Idle flows expired per pass at most: bounded work per wake-up.
+const EXPIRE_BUDGET: usize = 64;
+
+impl Ingress {
+    pub(crate) fn run(mut self) -> IngressEnd {
+        let clock = self.client.clock();
+        let mut poll = PollSet::with_capacity(2);
+        let mut local = [0u64; REASONS.len()];
+        let mut received = 0u64;
+        let mut bytes = 0u64;
+        let mut to_scheduler = 0u64;
+        let mut carried = Carried::default();
+        while !self.stop.load(Ordering::Acquire) {
+            if let Some(next) = self.next_classifier.take() {
+                carried = carry(carried, &self.classifier);
+                self.classifier = next;
+            }
+            let now = clock.now();
+            let batch = self.batch;
+            let Ingress {
+                rx,
+                classifier,
+                filler,
+                client,
+                ..
+            } = &mut self;
+            let n = rx.recv(batch, |frame| {
+                received += 1;
+                bytes += frame.len() as u64;
+                if frame.is_truncated() {
+                    local[Reason::Truncated as usize] += 1;
+                    return;
+                }
+                let Some(mut slot) = filler.alloc() else {
+                    local[Reason::PoolFull as usize] += 1;
+                    return;
+                };
+                let Some(len) = slot.write(|buf| frame.copy_to(buf)) else {
+                    local[Reason::Oversize as usize] += 1;
+                    return;
+                };
+                let classified = slot.read(|bytes| classifier.classify(bytes, now));
+                let Ok(pkt) = classified else {
+                    local[Reason::Malformed as usize] += 1;
+                    return;
+                };
+                debug_assert_eq!(pkt.len as usize, len);
+                let id = slot.publish();
+                let mut pkt = pkt.buffer(id);
+                loop {
+                    match client.send(pkt) {
+                        Ok(()) => {
+                            to_scheduler += 1;
+                            break;
+                        }
+                        // Earlier drops are accounted by the arbiter; this packet
+                        // was not sent yet.
+                        Err(SendError::PolicyDrops { packet, .. }) => pkt = packet,
+                        Err(e @ (SendError::Full(_) | SendError::Closed(_))) => {
+                            let reason = match e {
+                                SendError::Full(_) => Reason::MailboxFull,
+                                _ => Reason::Closed,
+                            };
+                            local[reason as usize] += 1;
+                            let back = filler.take_back(id);
+                            debug_assert!(back.is_ok(), "slot {id} published by this thread");
+                            break;
+                        }
+                    }
+                }
+            });
+            // Idle flows leave the table under load too (one comparison when none
+            // is due).
+            self.classifier.expire(now, EXPIRE_BUDGET, |_, _| {});
+            self.publish(received, bytes, to_scheduler, &local, carried);
+            if n > 0 {
+                continue;
+            }
+            // Nothing to receive: housekeeping, then sleep until the next frame or
+            // the next flow expiry.
+            self.filler.reclaim();
+            let stats = self.rx.stats();
+            self.counters
+                .kernel_drops
+                .store(stats.kernel_drops, Ordering::Relaxed);
+            let timeout = self
+                .classifier
+                .flows()
+                .next_expiry()
+                .map(|at| Duration::from_nanos(at.saturating_sub(now).max(1_000_000)));
+            poll.clear();
+            poll.add(&self.rx, Interest::Readable);
+            let woken = poll.add(&self.waker, Interest::Readable);
+            // A failed ppoll (EINTR from a signal) just runs another pass.
+            let _ = poll.wait(timeout);
+            if poll.is_ready(woken) {
+                Waker::drain(&self.waker);
+            }
+        }
+        // Frames still in the ring are left to the kernel: nothing reads them
+        // after this point, so they are not "received".
+        self.publish(received, bytes, to_scheduler, &local, carried);
+        let stats = self.rx.stats();
+        self.counters
+            .kernel_drops
+            .store(stats.kernel_drops, Ordering::Relaxed);
+        drop(self.client);
+        IngressEnd {
+            filler: self.filler,
+        }
+    }
+
+    fn publish(
+        &self,
+        received: u64,
+        bytes: u64,
+        to_scheduler: u64,
+        local: &[u64; REASONS.len()],
+        carried: Carried,
+    ) {
+        let c = &*self.counters;
+        let set = |a: &AtomicU64, v: u64| a.store(v, Ordering::Relaxed);
+        set(&c.received, received);
+        set(&c.bytes, bytes);
+        set(&c.to_scheduler, to_scheduler);
+        for (a, &v) in c.drops.iter().zip(local) {
+            set(a, v);
+        }
+        let cc = self.classifier.counters();
+        let ft = self.classifier.flows();
+        let fc = ft.counters();
+        set(&c.flows, u64::from(ft.len()));
+        set(&c.flow_capacity, u64::from(ft.capacity()));
+        set(&c.flows_created, carried.created + fc.created);
+        set(&c.flows_expired, carried.expired + fc.expired);
+        set(&c.flows_evicted, carried.evicted + fc.evicted);
+        for m in crate::wire::Malformed::ALL {
+            set(
+                &c.malformed[m as usize],
+                carried.malformed[m as usize] + cc.malformed.get(m),
+            );
+        }
+        set(&c.checksum_pending, self.rx.counters().checksum_pending);
+    }
+}
+
+/// Adds a retiring classifier's counters to those carried so far.
+fn carry(mut c: Carried, old: &Classifier) -> Carried {
+    let fc = old.flows().counters();
+    c.created += fc.created;
+    c.expired += fc.expired;
+    c.evicted += fc.evicted;
+    for m in crate::wire::Malformed::ALL {
+        c.malformed[m as usize] += old.counters().malformed.get(m);
+    }
+    c
+}

@@ -1,0 +1,860 @@
+//! A transparent L2 bump in the wire that schedules live traffic by a policy tree:
+//! what `eiffel shape` runs.
+//!
+//! ```text
+//!  input ──RxRing──> [receive thread] ─descriptors─> PSPAT client mailbox
+//!                     copy into frame pool,                │
+//!                     classify (stable leaf ids)           v
+//!                                                [arbiter: LiveTree = PolicyTree,
+//!                                                 leaky-bucket link at link rate]
+//!                                                          │ TX mailbox
+//!                                                          v
+//!  output <──TxRing── [dispatcher: TxSink] <── take frame, transmit, free slot
+//!
+//!  input  <──TxRing── [reverse thread] <──RxRing── output   (untouched)
+//! ```
+//!
+//! - The receive thread owns the input's TPACKET_V3 ring, the classifier and the
+//!   frame pool's filler; it copies each frame once into a slot and sends its
+//!   descriptor to its PSPAT client mailbox (the `ingress` module).
+//! - The PSPAT arbiter runs the policy tree ([`live::LiveTree`]) and releases
+//!   descriptors at the emulated link rate to one dispatcher thread, which
+//!   transmits the frames on the output's TX ring and frees the slots
+//!   (`egress::TxSink`). Packets the tree drops go through the runtime's drop
+//!   hook, which frees their slots.
+//! - A separate thread forwards output-to-input frames ring to ring, unscheduled,
+//!   so the other direction (TCP acknowledgements) flows untouched.
+//! - Nobody polls: the receive and reverse threads sleep in `ppoll(2)` until a
+//!   frame arrives (or a flow expires); the arbiter sleeps until the next arrival
+//!   or the next departure (see `eiffel_pspat::runtime`).
+//!
+//! # Link rate
+//! The interfaces are faster than the policy (a veth moves gigabits), so the
+//! policy only controls traffic if the bump is the bottleneck: the PSPAT arbiter's
+//! emulated link releases at [`ShapeConfig::link_rate`]: a fixed rate, or the
+//! policy root's rate limit (re-read at every reload), falling back to
+//! [`DEFAULT_LINK_RATE_BPS`] when the root has none.
+//!
+//! # Sizes
+//! A descriptor's length is the whole frame from the destination MAC on (without
+//! FCS), as Linux qdiscs count it, so rates and limits include Ethernet headers.
+//! The policy's `mtu` is the interfaces' MTU: the tree accepts frames up to
+//! `mtu + `[`FRAME_OVERHEAD`].
+//!
+//! The PSPAT client mailbox bounds the descriptors the runtime holds (a slot is
+//! freed when the scheduler lets its packet go), so it is sized to the tree's
+//! capacity (at most 65,536, the runtime's mailbox limit): the tree's own limits,
+//! not the mailbox, decide what is dropped. The frame pool holds the mailbox, the
+//! TX mailbox and one batch of each thread, so it runs dry only if the mailbox is
+//! full first.
+//!
+//! # Accounting, reloads, shutdown
+//! See [`stats`] for the balance `received = transmitted + dropped + queued`.
+//! [`Bump::reload`] swaps policy tree and classifier without stopping traffic and
+//! moves the queued packets ([`live`]). [`Bump::stop`] stops receiving, lets the
+//! scheduler drain for a while, then discards the rest under the `shutdown` drop
+//! reason, so the final [`Snapshot`] balances with nothing queued.
+
+mod egress;
+mod ingress;
+pub mod live;
+pub mod stats;
+mod waker;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use eiffel_pspat::{mailbox, Config, Dispatch, Pspat, ShutdownMode};
+use eiffel_sched::tree::TreeSpec;
+use eiffel_sched::{ConfigError, DropReason, Packet, PolicyTree, Scheduler};
+
+use crate::afpacket::{NetError, RxConfig, RxRing, TxConfig, TxRing};
+use crate::classify::{Classifier, ClassifyError, ClassifySpec};
+use crate::frames::{frame_pool, PoolWatch};
+use egress::{EgressCounters, Reverse, ReverseCounters, TxSink};
+use ingress::{ClassifierSlot, Ingress, IngressCounters};
+use live::{LiveTree, Registry};
+pub use stats::Snapshot;
+use stats::{put, Accounting, NodeStats, PoolStats, ReloadStats, SchedulerStats};
+use waker::Waker;
+
+/// The link rate used when the policy's root has no rate limit and none is given:
+/// 1 Gbit/s, above what the 2-core machines this project runs on forward through
+/// a packet socket, so the bump stays the bottleneck only by the policy's limits.
+pub const DEFAULT_LINK_RATE_BPS: u64 = 1_000_000_000;
+
+/// Bytes a frame carries beyond its IP packet: the Ethernet header (14) and one
+/// VLAN tag (4). Descriptors count whole frames (as Linux qdiscs do), so the bump
+/// accepts frames up to the policy's `mtu` plus this.
+pub const FRAME_OVERHEAD: u32 = 18;
+
+/// How the emulated link's rate is chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkRate {
+    /// This many bits per second, whatever the policy says.
+    Fixed(u64),
+    /// The root's rate limit of the current policy, or the given default when it
+    /// has none.
+    FromPolicy {
+        /// Rate when the root has no limit.
+        default_bps: u64,
+    },
+}
+
+impl LinkRate {
+    /// The rate for a policy `spec`.
+    #[must_use]
+    pub fn for_policy(self, spec: &TreeSpec) -> u64 {
+        match self {
+            LinkRate::Fixed(bps) => bps,
+            LinkRate::FromPolicy { default_bps } => spec
+                .root()
+                .and_then(|r| spec.nodes[r].limit)
+                .map_or(default_bps, |l| l.rate),
+        }
+    }
+}
+
+/// Everything `eiffel shape` is told.
+#[derive(Clone, Debug)]
+pub struct ShapeConfig {
+    /// Interface whose arrivals are scheduled.
+    pub input: String,
+    /// Interface the scheduled frames leave on.
+    pub output: String,
+    /// The emulated link's rate.
+    pub link_rate: LinkRate,
+    /// Bytes per frame-pool slot: the longest frame the scheduled direction takes.
+    pub slot_size: usize,
+    /// Receive rings (both interfaces).
+    pub rx: RxConfig,
+    /// Transmit rings (both interfaces).
+    pub tx: TxConfig,
+    /// Frames per receive pass.
+    pub batch: usize,
+    /// PSPAT's Tw: how long the arbiter spins before it sleeps.
+    pub idle_spin: Duration,
+    /// Longest wait for a free transmit slot before a frame is dropped.
+    pub tx_wait: Duration,
+    /// CPU for the arbiter, if any.
+    pub arbiter_cpu: Option<usize>,
+    /// The arbiter transmits itself at the end of each round instead of handing
+    /// the frames to a dispatcher thread: one thread and one hand-over fewer, for
+    /// machines with few cores, at the cost of system calls in the arbiter's loop.
+    pub inline_dispatch: bool,
+}
+
+impl ShapeConfig {
+    /// Defaults for the two interfaces: link rate from the policy, 2 KiB slots,
+    /// 8 MiB receive rings, 1,024-slot transmit rings, batches of 64, Tw 50 us,
+    /// transmit waits of 100 ms.
+    #[must_use]
+    pub fn new(input: &str, output: &str) -> ShapeConfig {
+        ShapeConfig {
+            input: input.to_owned(),
+            output: output.to_owned(),
+            link_rate: LinkRate::FromPolicy {
+                default_bps: DEFAULT_LINK_RATE_BPS,
+            },
+            slot_size: 2048,
+            rx: RxConfig::default(),
+            tx: TxConfig::default(),
+            batch: 64,
+            idle_spin: Duration::from_micros(50),
+            tx_wait: Duration::from_millis(100),
+            arbiter_cpu: None,
+            inline_dispatch: false,
+        }
+    }
+}
+
+/// A policy to run: the tree and the classification rules, with a name for reports.
+#[derive(Clone, Debug)]
+pub struct PolicySource {
+    /// Where it came from (a file name).
+    pub name: String,
+    /// The tree.
+    pub tree: TreeSpec,
+    /// The classification rules; their leaves name leaves of the tree.
+    pub classify: ClassifySpec,
+}
+
+/// Why a bump could not start or a reload was refused.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShapeError {
+    /// An interface could not be opened (missing, no permission, ...).
+    #[error(transparent)]
+    Net(#[from] NetError),
+    /// The policy cannot run.
+    #[error("policy {name}: {message}")]
+    Policy {
+        /// The policy's name.
+        name: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A size or rate out of range.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The PSPAT runtime refused to start or is stopping.
+    #[error("scheduler runtime: {0}")]
+    Runtime(#[from] eiffel_pspat::Error),
+    /// A thread or socket could not be created.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: &'static str,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What a reload did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reloaded {
+    /// Queued packets moved into the new tree.
+    pub moved: u64,
+    /// Of those, packets whose leaf vanished (sent to the new default leaf).
+    pub to_default: u64,
+    /// Queued packets the new tree refused.
+    pub dropped: u64,
+    /// The link rate now in force.
+    pub link_rate_bps: u64,
+}
+
+/// Per-node facts that change only with the policy.
+#[derive(Clone, Debug)]
+struct NodeInfo {
+    path: String,
+    name: String,
+    depth: usize,
+    leaf: bool,
+    discipline: String,
+    weight: u32,
+    priority: u32,
+    limit_bps: Option<u64>,
+}
+
+fn node_info(tree: &PolicyTree) -> Vec<NodeInfo> {
+    tree.nodes()
+        .map(|v| NodeInfo {
+            path: v.path.clone(),
+            name: v.spec.name.clone(),
+            depth: v.depth,
+            leaf: v.is_leaf,
+            discipline: v.discipline.clone().unwrap_or_else(|| "fifo".into()),
+            weight: v.spec.weight,
+            priority: v.spec.priority,
+            limit_bps: v.spec.limit.map(|l| l.rate),
+        })
+        .collect()
+}
+
+/// What the arbiter reports of one node.
+#[derive(Clone, Copy, Debug, Default)]
+struct NodeSample {
+    counters: eiffel_sched::Counters,
+    backlog: eiffel_sched::Backlog,
+    throttled: bool,
+}
+
+/// One reading of the tree, taken on the arbiter.
+#[derive(Clone, Debug, Default)]
+struct TreeSample {
+    nodes: Vec<NodeSample>,
+    backlog: eiffel_sched::Backlog,
+    drops: [u64; DropReason::COUNT],
+}
+
+fn sample_tree(tree: &PolicyTree) -> TreeSample {
+    TreeSample {
+        nodes: tree
+            .nodes()
+            .map(|v| NodeSample {
+                counters: v.counters,
+                backlog: v.backlog,
+                throttled: v.throttled,
+            })
+            .collect(),
+        backlog: tree.backlog(),
+        drops: tree.counters().dropped.packets,
+    }
+}
+
+/// Node rates over the last sampling interval.
+#[derive(Debug, Default)]
+struct Rates {
+    /// When and what was read last (bytes, packets per node).
+    last: Option<(Instant, Vec<(u64, u64)>)>,
+    /// Bits/s and packets/s per node.
+    rates: Vec<(f64, f64)>,
+    interval: Duration,
+    /// Arbiter decisions at the last reading (no change: nothing moved).
+    decisions: u64,
+}
+
+/// Everything the control side keeps about the current policy.
+#[derive(Debug)]
+struct PolicyState {
+    name: String,
+    nodes: Vec<NodeInfo>,
+    registry: Registry,
+    /// Drops by reason of the trees replaced so far.
+    retired_drops: [u64; DropReason::COUNT],
+    reloads: ReloadStats,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A running bump in the wire.
+#[derive(Debug)]
+pub struct Bump {
+    // Dropped first: its threads hold the runtime's client, which the runtime's
+    // own drop waits for.
+    side: Side,
+    rt: Pspat<LiveTree, TxSink>,
+}
+
+/// Everything but the runtime: threads, counters, the policy's description.
+#[derive(Debug)]
+struct Side {
+    input: String,
+    output: String,
+    link_rate: LinkRate,
+    /// The emulated link's rate now.
+    link_rate_bps: AtomicU64,
+    started: Instant,
+    policy: Mutex<PolicyState>,
+    rates: Mutex<Rates>,
+    ingress: Option<JoinHandle<ingress::IngressEnd>>,
+    ingress_stop: Arc<AtomicBool>,
+    ingress_waker: Waker,
+    ingress_counters: Arc<IngressCounters>,
+    next_classifier: Arc<ClassifierSlot>,
+    reverse: Option<JoinHandle<()>>,
+    reverse_stop: Arc<AtomicBool>,
+    reverse_waker: Waker,
+    reverse_counters: Arc<ReverseCounters>,
+    egress_counters: Arc<EgressCounters>,
+    pool: PoolWatch,
+    /// Descriptors the drop hook could not free (not queued: a bug if ever > 0).
+    hook_bad: Arc<AtomicU64>,
+}
+
+/// Most descriptors the PSPAT client mailbox may hold (the runtime's limit).
+const MAX_MAILBOX: usize = 1 << 16;
+
+/// Packets the TX mailbox between arbiter and dispatcher holds.
+const TX_MAILBOX: usize = 1024;
+
+/// Packets a PSPAT dispatcher takes per batch (see `eiffel_pspat::runtime`).
+const DISPATCH_BATCH: usize = 256;
+
+/// Builds the tree and classifier of `policy` against `registry`.
+fn compile(
+    policy: &PolicySource,
+    registry: &mut Registry,
+) -> Result<(LiveTree, Classifier), ShapeError> {
+    let fail = |message: String| ShapeError::Policy {
+        name: policy.name.clone(),
+        message,
+    };
+    let mut tree = policy.tree.clone();
+    tree.mtu = tree.mtu.saturating_add(FRAME_OVERHEAD);
+    let live =
+        LiveTree::new(tree, &policy.classify.default, registry).map_err(|e| fail(e.to_string()))?;
+    let classifier = Classifier::from_spec(&policy.classify, |name| {
+        live.tree().leaf(name)?;
+        registry.id(name).ok()
+    })
+    .map_err(|e: ClassifyError| fail(e.to_string()))?;
+    Ok((live, classifier))
+}
+
+impl Bump {
+    /// Opens both interfaces, builds the policy and starts every thread.
+    ///
+    /// # Errors
+    /// A missing interface or missing `CAP_NET_RAW` ([`ShapeError::Net`], whose
+    /// message says what to do), a policy the tree or classifier refuses, sizes out
+    /// of range, or a thread that cannot start.
+    pub fn start(cfg: &ShapeConfig, policy: PolicySource) -> Result<Bump, ShapeError> {
+        if cfg.input == cfg.output {
+            return Err(ConfigError::Invalid(format!(
+                "input and output are both `{}`: a bump in the wire joins two interfaces",
+                cfg.input
+            ))
+            .into());
+        }
+        if cfg.batch == 0 {
+            return Err(ConfigError::OutOfRange {
+                what: "batch",
+                value: 0,
+                range: "1..",
+            }
+            .into());
+        }
+        // Interfaces first: the errors an operator most likely meets.
+        let in_rx = RxRing::open(&cfg.input, &cfg.rx)?;
+        let out_tx = TxRing::open(&cfg.output, &cfg.tx)?;
+        let out_rx = RxRing::open(&cfg.output, &cfg.rx)?;
+        let in_tx = TxRing::open(&cfg.input, &cfg.tx)?;
+
+        let mut registry = Registry::default();
+        let (live, classifier) = compile(&policy, &mut registry)?;
+        let nodes = node_info(live.tree());
+        let link_rate_bps = cfg.link_rate.for_policy(&policy.tree);
+
+        let wanted = (policy.tree.capacity as usize)
+            .saturating_add(cfg.batch)
+            .min(MAX_MAILBOX);
+        let line = mailbox::slots_per_line::<Packet>();
+        let mailbox_slots = ((wanted + line).next_power_of_two().max(2 * line) - line)
+            .min(MAX_MAILBOX)
+            .max(wanted);
+        let pool_slots = mailbox_slots + TX_MAILBOX + DISPATCH_BATCH + 2 * cfg.batch;
+        let (filler, mut drainers) = frame_pool(
+            u32::try_from(pool_slots).unwrap_or(u32::MAX),
+            cfg.slot_size,
+            2,
+        )?;
+        let pool = filler.watch();
+        let mut hook_drainer = drainers.pop().expect("two drainers");
+        let tx_drainer = drainers.pop().expect("two drainers");
+        let hook_bad = Arc::new(AtomicU64::new(0));
+        let bad = Arc::clone(&hook_bad);
+        let on_drop: eiffel_pspat::runtime::DropHook =
+            Box::new(move |pkt: Packet, _reason: DropReason| {
+                if hook_drainer.free(pkt.buffer).is_err() {
+                    bad.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        let sink = TxSink::new(out_tx, tx_drainer, cfg.tx_wait);
+        let egress_counters = Arc::clone(&sink.counters);
+        let rt_cfg = Config {
+            link_rate_bps,
+            idle_spin: cfg.idle_spin,
+            mailbox_capacity: wanted,
+            max_clients: 1,
+            tx_capacity: TX_MAILBOX,
+            arbiter_cpu: cfg.arbiter_cpu,
+            ..Config::default()
+        };
+        let dispatch = if cfg.inline_dispatch {
+            Dispatch::Inline(sink)
+        } else {
+            Dispatch::Threads(vec![sink])
+        };
+        let rt = Pspat::start_with_drop_hook(rt_cfg, live, dispatch, Some(on_drop))?;
+        let client = rt.client()?;
+
+        let io = |what| move |source| ShapeError::Io { what, source };
+        let ingress_counters = Arc::new(IngressCounters::default());
+        let next_classifier = Arc::new(ClassifierSlot::default());
+        let ingress_stop = Arc::new(AtomicBool::new(false));
+        let (ingress_waker, ingress_wake_rx) = Waker::pair().map_err(io("creating a waker"))?;
+        let ingress = Ingress {
+            rx: in_rx,
+            classifier,
+            filler,
+            client,
+            counters: Arc::clone(&ingress_counters),
+            next_classifier: Arc::clone(&next_classifier),
+            stop: Arc::clone(&ingress_stop),
+            waker: ingress_wake_rx,
+            batch: cfg.batch,
+        };
+        let ingress = std::thread::Builder::new()
+            .name("eiffel-rx".into())
+            .spawn(move || ingress.run())
+            .map_err(io("starting the receive thread"))?;
+
+        let reverse_counters = Arc::new(ReverseCounters::default());
+        let reverse_stop = Arc::new(AtomicBool::new(false));
+        let (reverse_waker, reverse_wake_rx) = Waker::pair().map_err(io("creating a waker"))?;
+        let reverse = Reverse {
+            rx: out_rx,
+            tx: in_tx,
+            counters: Arc::clone(&reverse_counters),
+            stop: Arc::clone(&reverse_stop),
+            waker: reverse_wake_rx,
+            batch: cfg.batch,
+            wait: cfg.tx_wait,
+        };
+        let reverse = std::thread::Builder::new()
+            .name("eiffel-reverse".into())
+            .spawn(move || reverse.run())
+            .map_err(io("starting the reverse thread"))?;
+
+        let side = Side {
+            input: cfg.input.clone(),
+            output: cfg.output.clone(),
+            link_rate: cfg.link_rate,
+            link_rate_bps: AtomicU64::new(link_rate_bps),
+            started: Instant::now(),
+            policy: Mutex::new(PolicyState {
+                name: policy.name,
+                nodes,
+                registry,
+                retired_drops: [0; DropReason::COUNT],
+                reloads: ReloadStats::default(),
+            }),
+            rates: Mutex::new(Rates::default()),
+            ingress: Some(ingress),
+            ingress_stop,
+            ingress_waker,
+            ingress_counters,
+            next_classifier,
+            reverse: Some(reverse),
+            reverse_stop,
+            reverse_waker,
+            reverse_counters,
+            egress_counters,
+            pool,
+            hook_bad,
+        };
+        Ok(Bump { side, rt })
+    }
+
+    /// Reads the tree on the arbiter.
+    fn sample(&self) -> Result<TreeSample, ShapeError> {
+        Ok(self
+            .rt
+            .with_scheduler(|ctl| sample_tree(ctl.scheduler().tree()))?)
+    }
+
+    /// Updates the per-node rates: bytes and packets sent since the previous call,
+    /// over the time between the two. Call it at a steady interval (the control
+    /// loop of `eiffel shape` does, every second). When the arbiter released
+    /// nothing since the previous call the rates are zero and the arbiter is not
+    /// disturbed.
+    pub fn sample_rates(&self) {
+        let decisions = self.rt.stats().decisions;
+        let mut r = lock(&self.side.rates);
+        let now = Instant::now();
+        if r.last.is_some() && decisions == r.decisions {
+            let r = &mut *r;
+            if let Some((at, _)) = &mut r.last {
+                r.interval = now - *at;
+                *at = now;
+            }
+            r.rates.iter_mut().for_each(|x| *x = (0.0, 0.0));
+            return;
+        }
+        drop(r);
+        let Ok(sample) = self.sample() else {
+            return;
+        };
+        let mut r = lock(&self.side.rates);
+        let counts: Vec<(u64, u64)> = sample
+            .nodes
+            .iter()
+            .map(|n| (n.counters.dequeued_bytes, n.counters.dequeued))
+            .collect();
+        let r = &mut *r;
+        let fresh = match &r.last {
+            Some((at, prev)) if prev.len() == counts.len() => {
+                let secs = (now - *at).as_secs_f64().max(1e-9);
+                r.interval = now - *at;
+                counts
+                    .iter()
+                    .zip(prev)
+                    .map(|(c, p)| {
+                        (
+                            c.0.saturating_sub(p.0) as f64 * 8.0 / secs,
+                            c.1.saturating_sub(p.1) as f64 / secs,
+                        )
+                    })
+                    .collect()
+            }
+            _ => vec![(0.0, 0.0); counts.len()],
+        };
+        r.rates = fresh;
+        r.last = Some((now, counts));
+        r.decisions = decisions;
+    }
+
+    /// A snapshot of every counter. Reads the tree on the arbiter (a short pause
+    /// between two of its rounds).
+    ///
+    /// # Errors
+    /// The runtime is stopping.
+    pub fn snapshot(&self) -> Result<Snapshot, ShapeError> {
+        let sample = self.sample()?;
+        Ok(self.side.assemble(&sample, self.rt.stats(), None))
+    }
+}
+
+impl Side {
+    fn assemble(
+        &self,
+        sample: &TreeSample,
+        live: eiffel_pspat::LiveStats,
+        last: Option<&eiffel_pspat::Report<LiveTree, TxSink>>,
+    ) -> Snapshot {
+        let policy = lock(&self.policy);
+        let rates = lock(&self.rates);
+        let nodes = policy
+            .nodes
+            .iter()
+            .zip(&sample.nodes)
+            .enumerate()
+            .map(|(i, (info, s))| {
+                let mut drops = BTreeMap::new();
+                for r in DropReason::ALL {
+                    put(&mut drops, r.name(), s.counters.dropped.get(r));
+                }
+                let (rate_bps, rate_pps) = rates.rates.get(i).copied().unwrap_or((0.0, 0.0));
+                NodeStats {
+                    path: info.path.clone(),
+                    name: info.name.clone(),
+                    depth: info.depth,
+                    leaf: info.leaf,
+                    discipline: info.discipline.clone(),
+                    weight: info.weight,
+                    priority: info.priority,
+                    limit_bps: info.limit_bps,
+                    packets: s.counters.dequeued,
+                    bytes: s.counters.dequeued_bytes,
+                    enqueued: s.counters.enqueued,
+                    drops,
+                    backlog_packets: s.backlog.packets,
+                    backlog_bytes: s.backlog.bytes,
+                    throttled: s.throttled,
+                    rate_bps,
+                    rate_pps,
+                }
+            })
+            .collect();
+        let mut sched_drops = BTreeMap::new();
+        match last {
+            Some(report) => {
+                let totals = report.totals();
+                for r in DropReason::ALL {
+                    put(&mut sched_drops, r.name(), totals.dropped.get(r));
+                }
+            }
+            None => {
+                for r in DropReason::ALL {
+                    put(
+                        &mut sched_drops,
+                        r.name(),
+                        policy.retired_drops[r.index()] + sample.drops[r.index()],
+                    );
+                }
+            }
+        }
+        let (received, released, dropped) = match last {
+            Some(report) => {
+                let t = report.totals();
+                (t.received, t.delivered, t.dropped.total())
+            }
+            None => (live.received, live.decisions, live.dropped),
+        };
+        let scheduler = SchedulerStats {
+            received,
+            released,
+            dropped,
+            drops: sched_drops,
+            backlog_packets: sample.backlog.packets,
+            backlog_bytes: sample.backlog.bytes,
+            rounds: live.rounds,
+            sleeps: live.sleeps,
+            timer_wakeups: live.timer_wakeups,
+            notified_wakeups: live.notified_wakeups,
+            link_idle_ns: live.link_idle_ns,
+        };
+        let ingress = self.ingress_counters.ingress();
+        let egress = self.egress_counters.stats();
+        let pool = self.pool.stats();
+        let ingress_dropped: u64 = ingress.drops.values().sum();
+        let egress_dropped: u64 = egress.drops.values().sum();
+        let dropped_all = ingress_dropped + scheduler.dropped + egress_dropped;
+        let accounting = Accounting {
+            received: ingress.received,
+            transmitted: egress.sent,
+            dropped: dropped_all,
+            queued: ingress
+                .received
+                .saturating_sub(egress.sent)
+                .saturating_sub(dropped_all),
+        };
+        Snapshot {
+            version: stats::SNAPSHOT_VERSION,
+            policy: policy.name.clone(),
+            input: self.input.clone(),
+            output: self.output.clone(),
+            uptime_ns: u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX),
+            link_rate_bps: self.link_rate_bps.load(Ordering::Relaxed),
+            rate_interval_ns: u64::try_from(rates.interval.as_nanos()).unwrap_or(u64::MAX),
+            nodes,
+            ingress,
+            scheduler,
+            egress,
+            reverse: self.reverse_counters.stats(),
+            classifier: self.ingress_counters.classifier(),
+            pool: PoolStats {
+                slots: pool.slots,
+                slot_size: pool.slot_size,
+                in_use: pool.in_use,
+            },
+            reloads: policy.reloads.clone(),
+            accounting,
+        }
+    }
+}
+
+impl Bump {
+    /// Replaces the policy while traffic flows: builds the new tree and classifier,
+    /// moves every queued packet into the new tree (same leaf name, else the new
+    /// default leaf; packets the new tree refuses are dropped with its reason), and
+    /// switches the receive thread to the new rules. A policy that cannot be built
+    /// is refused and the old one keeps running.
+    ///
+    /// # Errors
+    /// The new policy cannot run (nothing changes), or the runtime is stopping.
+    pub fn reload(&self, policy: PolicySource) -> Result<Reloaded, ShapeError> {
+        let side = &self.side;
+        let mut state = lock(&side.policy);
+        let mut registry = state.registry.clone();
+        let (live, classifier) = match compile(&policy, &mut registry) {
+            Ok(c) => c,
+            Err(e) => {
+                state.reloads.refused += 1;
+                state.reloads.last_error = Some(e.to_string());
+                return Err(e);
+            }
+        };
+        let nodes = node_info(live.tree());
+        let link = match side.link_rate {
+            LinkRate::Fixed(_) => None,
+            rate @ LinkRate::FromPolicy { .. } => Some(rate.for_policy(&policy.tree)),
+        };
+        let (moved, retired, link_rate_bps) = self.rt.with_scheduler(move |ctl| {
+            let retired = ctl.scheduler().counters().dropped.packets;
+            let moved = LiveTree::replace(ctl, live);
+            if let Some(rate) = link {
+                // A rate out of the link's range keeps the current one.
+                let _ = ctl.set_link_rate(rate);
+            }
+            (moved, retired, ctl.link_rate())
+        })?;
+        side.next_classifier.post(classifier);
+        side.ingress_waker.wake();
+        side.link_rate_bps.store(link_rate_bps, Ordering::Relaxed);
+        state.registry = registry;
+        state.nodes = nodes;
+        state.name = policy.name;
+        for (a, b) in state.retired_drops.iter_mut().zip(retired) {
+            *a += b;
+        }
+        state.reloads.applied += 1;
+        state.reloads.moved += moved.taken;
+        state.reloads.to_default += moved.to_default;
+        state.reloads.dropped += moved.dropped;
+        drop(state);
+        *lock(&side.rates) = Rates::default();
+        Ok(Reloaded {
+            moved: moved.taken,
+            to_default: moved.to_default,
+            dropped: moved.dropped,
+            link_rate_bps,
+        })
+    }
+
+    /// Records a reload refused before it reached the bump (the policy file did not
+    /// parse), so the stats show it.
+    pub fn record_refused_reload(&self, message: String) {
+        let mut state = lock(&self.side.policy);
+        state.reloads.refused += 1;
+        state.reloads.last_error = Some(message);
+    }
+
+    /// Stops: no more frames are received; the scheduler sends what it holds for up
+    /// to `drain`, then the rest is dropped under the `shutdown` reason; the reverse
+    /// direction stops. Returns the final snapshot, which balances with nothing
+    /// queued.
+    ///
+    /// # Panics
+    /// If one of the bump's threads panicked.
+    pub fn stop(self, drain: Duration) -> Snapshot {
+        let Bump { mut side, rt } = self;
+        let end = side.stop_ingress();
+        let deadline = Instant::now() + drain;
+        loop {
+            let s = rt.stats();
+            let held = s.received.saturating_sub(s.decisions + s.dropped);
+            let unread = side
+                .ingress_counters
+                .ingress()
+                .to_scheduler
+                .saturating_sub(s.received);
+            if (held == 0 && unread == 0) || Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let report = rt.shutdown(ShutdownMode::Discard);
+        side.stop_reverse();
+        if let Some(mut end) = end {
+            end.filler.reclaim();
+        }
+        let sample = sample_tree(report.scheduler.tree());
+        side.assemble(&sample, report.stats, Some(&report))
+    }
+
+    /// Descriptors the drop hook found not queued (0 unless something is broken).
+    #[must_use]
+    pub fn bad_drops(&self) -> u64 {
+        self.side.hook_bad.load(Ordering::Relaxed)
+    }
+
+    /// The PSPAT arbiter's live counters.
+    #[must_use]
+    pub fn runtime_stats(&self) -> eiffel_pspat::LiveStats {
+        self.rt.stats()
+    }
+}
+
+impl Side {
+    /// Stops the receive thread (it drops the runtime's client) and returns what it
+    /// hands back.
+    fn stop_ingress(&mut self) -> Option<ingress::IngressEnd> {
+        self.ingress_stop.store(true, Ordering::Release);
+        self.ingress_waker.wake();
+        self.ingress
+            .take()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+    }
+
+    fn stop_reverse(&mut self) {
+        self.reverse_stop.store(true, Ordering::Release);
+        self.reverse_waker.wake();
+        if let Some(h) = self.reverse.take() {
+            h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        }
+    }
+}
+
+impl Drop for Side {
+    /// A bump dropped without [`Bump::stop`] still ends its threads (before the
+    /// runtime, which waits for the receive thread's client).
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.ingress_stop.store(true, Ordering::Release);
+            self.ingress_waker.wake();
+            self.reverse_stop.store(true, Ordering::Release);
+            self.reverse_waker.wake();
+            return;
+        }
+        let _ = self.stop_ingress();
+        self.stop_reverse();
+    }
+}
