@@ -21,7 +21,12 @@
 //! Eiffel-only: `reload_and_stats` (live counters over the control socket, a bad
 //! policy refused with the old one kept, a reload by SIGHUP that moves the queued
 //! packets, the final balance after SIGTERM) and `clear_errors` (bad policy,
-//! missing interface, missing CAP_NET_RAW).
+//! missing interface, missing CAP_NET_RAW); `example_live_policy` runs the
+//! shipped `examples/policies/live-uplink.toml` (per-flow fairness inside a
+//! tenant, the root's 100 Mbit/s).
+//!
+//! A rate outside its tolerance is measured once more before the test fails (see
+//! `measured`): the machine these run on is shared.
 //!
 //! Runs as root (`EIFFEL_REQUIRE_NETNS=1` turns a missing prerequisite into a
 //! failure). Bounded: every iperf3 run lasts 4-5 s, every command has a time limit,
@@ -209,6 +214,27 @@ enum Middle {
     Htb,
 }
 
+/// Runs a scenario that measures rates, once more if a rate fell outside its
+/// tolerance (the assertion messages of rates, and only those, say "Mbit/s"): on
+/// this shared 2-core machine another process can starve the sender or the
+/// middle box for part of a 4 s run. A rate must miss twice to fail the test; any
+/// other failure (accounting, losses, reordering) fails at once.
+fn measured(scenario: &str, run: impl Fn()) {
+    let Err(e) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&run)) else {
+        return;
+    };
+    let msg = e
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| e.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+        .unwrap_or_default();
+    if !msg.contains("Mbit/s") {
+        std::panic::resume_unwind(e);
+    }
+    eprintln!("{scenario}: a rate out of tolerance ({msg}); measuring once more");
+    run();
+}
+
 fn row(scenario: &str, arch: &str, fields: &[(&str, String)]) {
     let cells: Vec<String> = fields.iter().map(|(k, v)| format!("{k} {v}")).collect();
     eprintln!("ROW {scenario:<22} {arch:<7} {}", cells.join("  "));
@@ -284,8 +310,8 @@ fn weights_and_aggregate() {
         return;
     }
     let _serial = serial();
-    weights_run("eiffel");
-    weights_run("htb");
+    measured("weights eiffel", || weights_run("eiffel"));
+    measured("weights htb", || weights_run("htb"));
 }
 
 const VOICE_LEN: u32 = 1000;
@@ -388,8 +414,8 @@ fn strict_priority() {
         return;
     }
     let _serial = serial();
-    strict_run("eiffel");
-    strict_run("htb");
+    measured("strict eiffel", || strict_run("eiffel"));
+    measured("strict htb", || strict_run("htb"));
 }
 
 const LOSS_LEN: u32 = 1200;
@@ -681,5 +707,61 @@ fn clear_errors() {
     assert!(
         err.contains("is it running?"),
         "stats without daemon: {err}"
+    );
+}
+
+/// The shipped live-traffic example, `examples/policies/live-uplink.toml`, with
+/// tenant A's prefix pointed at the test bed's sender: two TCP flows land in the
+/// same per-flow leaf, which shares the 100 Mbit/s root fairly between them.
+#[test]
+fn example_live_policy() {
+    if !testbed::preflight("example_live_policy", &TOOLS) {
+        return;
+    }
+    let _serial = serial();
+    measured("example", example_run);
+}
+
+fn example_run() {
+    let example =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/policies/live-uplink.toml");
+    let text = std::fs::read_to_string(&example).expect("example policy");
+    assert!(text.contains("\"10.1.0.0/16\""), "tenant A's prefix moved");
+    let dir = TempDir::new("example");
+    let file = dir.0.join("live-uplink.toml");
+    std::fs::write(&file, text.replace("\"10.1.0.0/16\"", "\"198.18.0.0/15\"")).unwrap();
+    let bed = Testbed::new("eiffel-shx").expect("test bed");
+    let shaper = Shaper::start(&bed, &file, &dir.0, &[]);
+    let tcp = |port| Iperf3 {
+        omit: 1,
+        ..Iperf3::tcp(port, 4)
+    };
+    let r = concurrent(&bed, &[tcp(5211), tcp(5212)]);
+    let (a, b) = (tcp_wire(&r[0]), tcp_wire(&r[1]));
+    let total = a + b;
+    row(
+        "example live-uplink",
+        "eiffel",
+        &[
+            ("aggregate_mbps", format!("{:.2}", total / 1e6)),
+            ("flow_a_mbps", format!("{:.2}", a / 1e6)),
+            ("flow_b_mbps", format!("{:.2}", b / 1e6)),
+        ],
+    );
+    let last = shaper.stop();
+    check_balance(&last);
+    let tenant = node(&last, "root/tenants/tenant_a");
+    assert!(tenant.packets > 0, "tenant A saw no packet: {tenant:?}");
+    assert_eq!(node(&last, "root/tenants/tenant_b").packets, 0);
+    assert!(
+        (total / 100e6 - 1.0).abs() <= 0.02,
+        "aggregate {:.2} Mbit/s not within 2% of 100",
+        total / 1e6
+    );
+    assert!(
+        (a / b - 1.0).abs() <= 0.1,
+        "two flows of one per-flow leaf: {:.2} vs {:.2} Mbit/s",
+        a / 1e6,
+        b / 1e6
     );
 }

@@ -642,3 +642,29 @@ fn fig9_burst_allowance_speeds_up_short_flows() {
         );
     }
 }
+
+/// Every file in `examples/policies/` compiles, and each has a workload in
+/// `examples/workloads/` except the live-traffic examples (`live-*.toml`, which
+/// classify by header fields) and Fig. 9's, which share `fig9-burst`'s.
+#[test]
+fn every_example_policy_compiles() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut names: Vec<String> = std::fs::read_dir(root.join("policies"))
+        .expect("examples/policies")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".toml"))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 15, "{names:?}");
+    for name in names {
+        Policy::load(root.join("policies").join(&name)).unwrap_or_else(|e| panic!("{e}"));
+        let workload = if name.starts_with("fig9-") {
+            "fig9-burst.toml"
+        } else if name.starts_with("live-") {
+            continue;
+        } else {
+            &name
+        };
+        WorkloadFile::load(root.join("workloads").join(workload)).unwrap_or_else(|e| panic!("{e}"));
+    }
+}

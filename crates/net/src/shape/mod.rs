@@ -366,6 +366,18 @@ fn compile(
         name: policy.name.clone(),
         message,
     };
+    // Live flow ids are flow-table slots, `0..max_flows`: a per-flow leaf must have
+    // a FIFO for each, or the flows beyond its range would all be dropped.
+    for n in &policy.tree.nodes {
+        if let Some(pf) = n.per_flow {
+            if pf.max_flows < policy.classify.max_flows {
+                return Err(fail(format!(
+                    "per-flow leaf `{}` holds {} flows but the flow table (`classify.max_flows`) holds {}: live flow ids go up to the table's size, so give the leaf `flows = {}` or lower `max_flows`",
+                    n.name, pf.max_flows, policy.classify.max_flows, policy.classify.max_flows
+                )));
+            }
+        }
+    }
     let mut tree = policy.tree.clone();
     tree.mtu = tree.mtu.saturating_add(FRAME_OVERHEAD);
     let live =
@@ -856,5 +868,50 @@ impl Drop for Side {
         }
         let _ = self.stop_ingress();
         self.stop_reverse();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use eiffel_sched::tree::{Discipline, NodeSpec, PerFlow, TreeSpec};
+
+    fn source(leaf_flows: u32, table: u32) -> PolicySource {
+        let mut tree = TreeSpec::new(64);
+        let mut root = NodeSpec::new("root", None);
+        root.discipline = Discipline::Wfq;
+        let r = tree.add(root);
+        let mut flows = NodeSpec::new("flows", Some(r));
+        flows.discipline = Discipline::Wfq;
+        flows.per_flow = Some(PerFlow {
+            max_flows: leaf_flows,
+            flow_limit: None,
+            flow_queue_limit: None,
+        });
+        tree.add(flows);
+        let classify: ClassifySpec =
+            toml::from_str(&format!("default = \"flows\"\nmax_flows = {table}\n")).unwrap();
+        PolicySource {
+            name: "p.toml".into(),
+            tree,
+            classify,
+        }
+    }
+
+    #[test]
+    fn per_flow_leaves_cover_the_flow_table() {
+        let mut reg = Registry::default();
+        assert!(compile(&source(1024, 1024), &mut reg).is_ok());
+        let err = compile(&source(1024, 65536), &mut Registry::default())
+            .err()
+            .expect("a leaf smaller than the flow table is refused")
+            .to_string();
+        assert!(
+            err.contains("p.toml")
+                && err.contains("`flows`")
+                && err.contains("flows = 65536")
+                && err.contains("max_flows"),
+            "{err}"
+        );
     }
 }
