@@ -63,6 +63,12 @@ pub struct ShapeArgs {
     /// they sleep.
     #[arg(long, default_value = "50us", value_name = "TIME")]
     pub idle_spin: String,
+    /// Run the data path's threads (receive, arbiter, dispatcher, reverse) at this
+    /// real-time FIFO priority (1-99), so that no other process on the machine can
+    /// delay a departure; the kernel's qdiscs have that by running in softirq
+    /// context. Needs CAP_SYS_NICE.
+    #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(i32).range(1..=99))]
+    pub realtime: Option<i32>,
     /// Print the final counters as JSON.
     #[arg(long)]
     pub json: bool,
@@ -196,6 +202,7 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
     let interval = duration(&args.rate_interval, "rate-interval")?.max(Duration::from_millis(10));
     let mut cfg = ShapeConfig::new(&args.input, &args.output);
     cfg.inline_dispatch = args.inline_dispatch;
+    cfg.realtime = args.realtime;
     cfg.idle_spin = duration(&args.idle_spin, "idle-spin")?;
     cfg.link_rate = match &args.link_rate {
         Some(text) => LinkRate::Fixed(

@@ -25,8 +25,10 @@
 //! shipped `examples/policies/live-uplink.toml` (per-flow fairness inside a
 //! tenant, the root's 100 Mbit/s).
 //!
-//! A rate outside its tolerance is measured once more before the test fails (see
-//! `measured`): the machine these run on is shared.
+//! `eiffel shape` runs with `--realtime 10`, as in production: other processes
+//! cannot delay its departures. A rate outside its tolerance is measured once more
+//! before the test fails (see `measured`): the machine these run on is shared, and
+//! iperf3's own processes are ordinary ones.
 //!
 //! Runs as root (`EIFFEL_REQUIRE_NETNS=1` turns a missing prerequisite into a
 //! failure). Bounded: every iperf3 run lasts 4-5 s, every command has a time limit,
@@ -107,7 +109,19 @@ impl Shaper {
         let socket = dir.join("shape.sock");
         let (p, s) = (policy.to_str().unwrap(), socket.to_str().unwrap());
         let mut args = vec![
-            EIFFEL, "shape", "--policy", p, "--in", "m0", "--out", "m1", "--socket", s, "--json",
+            EIFFEL,
+            "shape",
+            "--policy",
+            p,
+            "--in",
+            "m0",
+            "--out",
+            "m1",
+            "--socket",
+            s,
+            "--json",
+            "--realtime",
+            "10",
         ];
         args.extend_from_slice(extra);
         let mut bg = bed.spawn(Role::Middle, &args).expect("spawn eiffel shape");

@@ -15,98 +15,18 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use eiffel_net::afpacket::{Interest, PollSet, RxConfig, RxRing, TxConfig, TxError, TxRing};
+use eiffel_net::afpacket::{RxConfig, TxConfig};
 use eiffel_net::classify::{Classifier, FlowTableConfig, MalformedAction, RuleSet};
 use eiffel_net::forward::{ForwardConfig, Forwarder, Port};
-use eiffel_net::testbed::{Role, Testbed, MIDDLE_IN, MIDDLE_OUT, RECEIVER_IF, SENDER_IF};
+use eiffel_net::testbed::blast::{count, generate, thread_cpu_ns, udp_frame};
+use eiffel_net::testbed::{Role, Testbed, MIDDLE_IN, MIDDLE_OUT};
 use eiffel_sched::{Fifo, Scheduler};
-
-const MARK_PORT: u16 = 9;
-
-fn test_frame(len: usize) -> Vec<u8> {
-    let payload = vec![0u8; len.saturating_sub(14 + 20 + 8)];
-    let builder = etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
-        .ipv4([198, 18, 0, 1], [198, 18, 0, 2], 64)
-        .udp(4000, MARK_PORT);
-    let mut f = Vec::with_capacity(len);
-    builder.write(&mut f, &payload).expect("frame builds");
-    f
-}
-
-fn is_marked(f: &[u8]) -> bool {
-    f.get(36..38) == Some(&MARK_PORT.to_be_bytes()[..]) && f.get(12..14) == Some(&[8, 0][..])
-}
-
-/// CPU time of the calling thread in nanoseconds (first field of
-/// `/proc/thread-self/schedstat`), including kernel work done on its behalf.
-fn thread_cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
 
 struct Run {
     offered: u64,
     delivered: u64,
     seconds: f64,
     detail: String,
-}
-
-fn generate(bed: &Testbed, frame: &[u8], until: Instant) -> Result<u64, String> {
-    bed.enter(Role::Sender).map_err(|e| e.to_string())?;
-    let cfg = TxConfig {
-        frame_count: 4096,
-        qdisc_bypass: true,
-        ..TxConfig::default()
-    };
-    let mut tx = TxRing::open(SENDER_IF, &cfg).map_err(|e| e.to_string())?;
-    let mut poll = PollSet::with_capacity(1);
-    while Instant::now() < until {
-        let mut n = 0;
-        while n < 256 {
-            match tx.send(frame) {
-                Ok(()) => n += 1,
-                Err(TxError::Full) => break,
-                Err(e) => return Err(e.to_string()),
-            }
-        }
-        tx.flush().map_err(|e| e.to_string())?;
-        if n == 0 {
-            poll.clear();
-            poll.add(&tx, Interest::Writable);
-            poll.wait(Some(Duration::from_millis(1)))
-                .map_err(|e| e.to_string())?;
-        }
-    }
-    Ok(tx.stats().frames)
-}
-
-fn count(
-    bed: &Testbed,
-    ready: std::sync::mpsc::Sender<()>,
-    stop: &AtomicBool,
-) -> Result<u64, String> {
-    bed.enter(Role::Receiver).map_err(|e| e.to_string())?;
-    let cfg = RxConfig {
-        block_size: 1 << 20,
-        block_count: 64,
-        ..RxConfig::default()
-    };
-    let mut rx = RxRing::open(RECEIVER_IF, &cfg).map_err(|e| e.to_string())?;
-    let _ = ready.send(());
-    let mut seen = 0u64;
-    let mut poll = PollSet::with_capacity(1);
-    while !stop.load(Ordering::Relaxed) {
-        if rx.recv(4096, |f| seen += u64::from(is_marked(f.data()))) == 0 {
-            poll.clear();
-            poll.add(&rx, Interest::Readable);
-            poll.wait(Some(Duration::from_millis(10)))
-                .map_err(|e| e.to_string())?;
-        }
-    }
-    rx.recv(usize::MAX, |f| seen += u64::from(is_marked(f.data())));
-    Ok(seen)
 }
 
 fn forwarder(bed: &Testbed) -> Result<Forwarder<Fifo>, String> {
@@ -189,11 +109,11 @@ fn measure(use_bridge: bool, frame: &[u8], seconds: f64) -> Result<Run, String> 
             Some(h) => h.join().map_err(|_| "forwarder panicked".to_owned())??,
             None => "kernel bridge br0".to_owned(),
         };
-        let delivered = counter
+        let (delivered, _) = counter
             .join()
             .map_err(|_| "counter panicked".to_owned())??;
         Ok(Run {
-            offered: offered?,
+            offered: offered?.0,
             delivered,
             seconds: elapsed,
             detail,
@@ -214,7 +134,7 @@ fn main() {
         eprintln!("forward_rate needs {}", missing.join(", "));
         std::process::exit(2);
     }
-    let frame = test_frame(size);
+    let frame = udp_frame(size);
     let mut rows = Vec::new();
     for (name, bridge) in [
         ("af_packet forwarder (fifo)", false),

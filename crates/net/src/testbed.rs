@@ -33,6 +33,8 @@
 //! Requires root (or `CAP_NET_ADMIN` + `CAP_SYS_ADMIN`), iproute2 (`ip`, `tc`),
 //! `ethtool`; the tests also use `ping` and `iperf3`.
 
+pub mod blast;
+
 use std::ffi::CString;
 use std::io::Read;
 use std::process::{Child, Command, ExitStatus, Stdio};

@@ -127,6 +127,9 @@ pub struct Config {
     /// CPUs to pin dispatcher `i` to (`dispatcher_cpus[i % len]`); empty leaves them
     /// to the OS.
     pub dispatcher_cpus: Vec<usize>,
+    /// Real-time FIFO priority (1..=99) for the dispatcher threads; `None` leaves
+    /// them in the ordinary class. Needs `CAP_SYS_NICE`.
+    pub dispatcher_realtime: Option<i32>,
     /// The arbiter thread's timer slack: how late the kernel may end its timed
     /// sleeps (until the next departure). Default 1 us; Linux's default is 50 us.
     pub timer_slack: Duration,
@@ -145,6 +148,7 @@ impl Default for Config {
             arbiter_nice: None,
             arbiter_realtime: None,
             dispatcher_cpus: Vec::new(),
+            dispatcher_realtime: None,
             timer_slack: Duration::from_micros(1),
         }
     }
@@ -712,6 +716,7 @@ where
                 idle_spin: cfg.idle_spin,
             };
             let placement = Arc::clone(&placement);
+            let realtime = cfg.dispatcher_realtime;
             let handle = thread::Builder::new()
                 .name(format!("pspat-dispatch-{i}"))
                 .spawn(move || {
@@ -720,6 +725,13 @@ where
                             lock(&placement)
                                 .dispatchers
                                 .push(format!("dispatcher {i} on cpu {cpu}: {e}"));
+                        }
+                    }
+                    if let Some(prio) = realtime {
+                        if let Err(e) = affinity::set_current_thread_realtime(prio) {
+                            lock(&placement)
+                                .dispatchers
+                                .push(format!("dispatcher {i} real-time priority {prio}: {e}"));
                         }
                     }
                     worker.run()

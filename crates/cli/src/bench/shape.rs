@@ -30,19 +30,15 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use eiffel_net::afpacket::{Interest, PollSet, RxConfig, RxRing, TxConfig, TxError, TxRing};
 use eiffel_net::shape::Snapshot;
+use eiffel_net::testbed::blast::{count, generate, schedstat, udp_frame, MARK_PORT};
 use eiffel_net::testbed::{
-    missing_prerequisites, Htb, HtbClass, HtbMatch, Role, Testbed, MIDDLE_OUT, RECEIVER_IF,
-    SENDER_IF,
+    missing_prerequisites, Htb, HtbClass, HtbMatch, Role, Testbed, MIDDLE_OUT,
 };
 use serde::Serialize;
 
 use super::{BenchError, CommonOpts};
 use crate::output::{fmt_f, print_results, Table};
-
-/// UDP destination port of the generated frames (their class).
-const MARK_PORT: u16 = 9;
 
 /// The policy `eiffel shape` runs: two classes weighted 3:1, the generated frames
 /// in the heavier one.
@@ -88,51 +84,6 @@ struct Record {
     frames_delivered: u64,
 }
 
-/// A 60-byte Ethernet/IPv4/UDP frame from the sender's address to the receiver's
-/// (to made-up unicast MACs: both middles forward whatever they get).
-fn test_frame() -> Vec<u8> {
-    let mut f = vec![0u8; 60];
-    f[0..6].copy_from_slice(&[2, 0, 0, 0, 0, 2]);
-    f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, 1]);
-    f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
-    let ip = &mut f[14..34];
-    ip[0] = 0x45;
-    ip[2..4].copy_from_slice(&46u16.to_be_bytes());
-    ip[8] = 64;
-    ip[9] = 17;
-    ip[12..16].copy_from_slice(&[198, 18, 0, 1]);
-    ip[16..20].copy_from_slice(&[198, 18, 0, 2]);
-    let mut sum = 0u32;
-    for w in ip.chunks(2) {
-        sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
-    let udp = &mut f[34..42];
-    udp[0..2].copy_from_slice(&4000u16.to_be_bytes());
-    udp[2..4].copy_from_slice(&MARK_PORT.to_be_bytes());
-    udp[4..6].copy_from_slice(&26u16.to_be_bytes());
-    f
-}
-
-fn is_marked(f: &[u8]) -> bool {
-    f.get(12..14) == Some(&[8, 0][..]) && f.get(36..38) == Some(&MARK_PORT.to_be_bytes()[..])
-}
-
-/// CPU nanoseconds of a task from its `schedstat` file (first field).
-fn schedstat(path: &Path) -> u64 {
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|s| s.split_whitespace().next()?.parse().ok())
-        .unwrap_or(0)
-}
-
-fn thread_cpu_ns() -> u64 {
-    schedstat(Path::new("/proc/thread-self/schedstat"))
-}
-
 /// CPU nanoseconds of every thread of process `pid`.
 fn process_cpu_ns(pid: u32) -> u64 {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
@@ -161,66 +112,6 @@ fn softirq_threads() -> Vec<PathBuf> {
 
 fn softirq_cpu_ns(threads: &[PathBuf]) -> u64 {
     threads.iter().map(|p| schedstat(p)).sum()
-}
-
-/// Blasts `frame` until `until`; returns (frames sent, CPU ns of this thread).
-fn generate(bed: &Testbed, frame: &[u8], until: Instant) -> Result<(u64, u64), String> {
-    bed.enter(Role::Sender).map_err(|e| e.to_string())?;
-    let cfg = TxConfig {
-        frame_count: 4096,
-        qdisc_bypass: true,
-        ..TxConfig::default()
-    };
-    let mut tx = TxRing::open(SENDER_IF, &cfg).map_err(|e| e.to_string())?;
-    let mut poll = PollSet::with_capacity(1);
-    let cpu = thread_cpu_ns();
-    while Instant::now() < until {
-        let mut n = 0;
-        while n < 256 {
-            match tx.send(frame) {
-                Ok(()) => n += 1,
-                Err(TxError::Full) => break,
-                Err(e) => return Err(e.to_string()),
-            }
-        }
-        tx.flush().map_err(|e| e.to_string())?;
-        if n == 0 {
-            poll.clear();
-            poll.add(&tx, Interest::Writable);
-            poll.wait(Some(Duration::from_millis(1)))
-                .map_err(|e| e.to_string())?;
-        }
-    }
-    Ok((tx.stats().frames, thread_cpu_ns() - cpu))
-}
-
-/// Counts marked frames until `stop`; returns (frames, CPU ns of this thread).
-fn count(
-    bed: &Testbed,
-    ready: std::sync::mpsc::Sender<()>,
-    stop: &AtomicBool,
-) -> Result<(u64, u64), String> {
-    bed.enter(Role::Receiver).map_err(|e| e.to_string())?;
-    let cfg = RxConfig {
-        block_size: 1 << 20,
-        block_count: 64,
-        ..RxConfig::default()
-    };
-    let mut rx = RxRing::open(RECEIVER_IF, &cfg).map_err(|e| e.to_string())?;
-    let _ = ready.send(());
-    let cpu = thread_cpu_ns();
-    let mut seen = 0u64;
-    let mut poll = PollSet::with_capacity(1);
-    while !stop.load(Ordering::Relaxed) {
-        if rx.recv(4096, |f| seen += u64::from(is_marked(f.data()))) == 0 {
-            poll.clear();
-            poll.add(&rx, Interest::Readable);
-            poll.wait(Some(Duration::from_millis(10)))
-                .map_err(|e| e.to_string())?;
-        }
-    }
-    rx.recv(usize::MAX, |f| seen += u64::from(is_marked(f.data())));
-    Ok((seen, thread_cpu_ns() - cpu))
 }
 
 fn htb() -> Htb {
@@ -314,7 +205,7 @@ fn measure(arch: &'static str, run: u32, seconds: f64, dir: &Path) -> Result<Rec
         None
     };
     let softirq = softirq_threads();
-    let frame = test_frame();
+    let frame = udp_frame(60);
     let stop = AtomicBool::new(false);
     let (bed_ref, stop_ref, frame_ref) = (&bed, &stop, &frame);
     let (generated, counted, elapsed, middle_cpu, softirq_cpu) =
@@ -459,19 +350,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_test_frame_is_a_valid_marked_udp_packet() {
-        let f = test_frame();
-        assert_eq!(f.len(), 60);
-        assert!(is_marked(&f));
-        // The IPv4 header checksums to zero.
-        let mut sum = 0u32;
-        for w in f[14..34].chunks(2) {
-            sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
-        }
-        while sum > 0xffff {
-            sum = (sum & 0xffff) + (sum >> 16);
-        }
-        assert_eq!(sum, 0xffff);
+    fn the_policy_has_the_bench_leaf() {
         let policy = eiffel_policy::Policy::parse(POLICY, "bench-shape.toml").unwrap();
         assert!(policy.leaf("bench").is_some());
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
