@@ -37,24 +37,13 @@ use crate::heap::{Entry, VtHeap};
 use crate::packet::FlowId;
 use crate::scheduler::{ConfigError, FlowConfig};
 use crate::vtime::{
-    check_weight_and_size, inv_weight, vt_le, vt_max, VirtualClock, MAX_PACKET, MAX_WEIGHT,
+    check_weight_and_size, vt_le, vt_max, FlowTags, VirtualClock, MAX_PACKET, MAX_WEIGHT,
 };
-
-/// Per-flow tags; `inv_w == 0` marks an unconfigured flow.
-#[derive(Clone, Copy, Debug, Default)]
-struct Flow {
-    s: u64,
-    f: u64,
-    inv_w: u64,
-    /// Wrap count of `f`, recorded when the flow goes idle.
-    f_epoch: u64,
-    backlogged: bool,
-}
 
 /// The STFQ [`FlowCore`]; see the [module docs](self).
 #[derive(Clone, Debug)]
 pub struct StfqCore {
-    flows: Vec<Flow>,
+    flows: Vec<FlowTags>,
     configs: FlowConfigs,
     /// Backlogged flows by `(S, seq)`.
     queue: VtHeap,
@@ -72,7 +61,7 @@ impl StfqCore {
         let configs = FlowConfigs::new(max_flows)?;
         let n = max_flows as usize;
         Ok(StfqCore {
-            flows: vec![Flow::default(); n],
+            flows: vec![FlowTags::default(); n],
             configs,
             queue: VtHeap::with_capacity(n),
             clock: VirtualClock::new(),
@@ -112,20 +101,14 @@ impl FlowCore for StfqCore {
         let i = self.configs.vacant(flow)?;
         check_weight_and_size(flow, cfg.weight, cfg.max_packet, MAX_PACKET)?;
         debug_assert!(cfg.weight <= MAX_WEIGHT);
-        self.flows[i] = Flow {
-            s: self.clock.now(),
-            f: self.clock.now(),
-            inv_w: inv_weight(cfg.weight),
-            f_epoch: self.clock.epoch(),
-            backlogged: false,
-        };
+        self.flows[i] = FlowTags::new(&self.clock, cfg.weight);
         self.configs.set(i, cfg);
         Ok(())
     }
 
     fn remove_flow(&mut self, flow: FlowId) -> Result<(), ConfigError> {
         self.configs.remove(flow, self.is_backlogged(flow))?;
-        self.flows[flow as usize] = Flow::default();
+        self.flows[flow as usize] = FlowTags::default();
         Ok(())
     }
 
@@ -142,21 +125,9 @@ impl FlowCore for StfqCore {
     }
 
     fn activate(&mut self, flow: FlowId, len: u32) {
-        let clock = self.clock;
-        let fl = &mut self.flows[flow as usize];
-        debug_assert!(
-            fl.inv_w != 0 && !fl.backlogged,
-            "activate({flow}): not an idle flow"
-        );
-        fl.s = if clock.is_ahead(fl.f, fl.f_epoch) {
-            fl.f
-        } else {
-            clock.now()
-        };
-        fl.f = fl.s.wrapping_add(u64::from(len) * fl.inv_w);
-        fl.backlogged = true;
+        self.flows[flow as usize].activate(&self.clock, len);
         if self.backlogged == 0 {
-            self.max_finish = clock.now();
+            self.max_finish = self.clock.now();
         }
         self.backlogged += 1;
         self.push(flow);
@@ -177,20 +148,13 @@ impl FlowCore for StfqCore {
         // v is the start tag of the packet now in service.
         self.clock.advance_to(fl.s);
         self.max_finish = vt_max(self.max_finish, fl.f);
-        fl.s = fl.f;
-        match next {
-            Some(len) => {
-                fl.f = fl.s.wrapping_add(u64::from(len) * fl.inv_w);
-                self.push(flow);
-            }
-            None => {
-                fl.backlogged = false;
-                fl.f_epoch = self.clock.epoch_of(fl.f);
-                self.backlogged -= 1;
-                if self.backlogged == 0 {
-                    // End of the busy period: v becomes the largest finish tag served.
-                    self.clock.advance_to(self.max_finish);
-                }
+        if fl.served(&self.clock, next) {
+            self.push(flow);
+        } else {
+            self.backlogged -= 1;
+            if self.backlogged == 0 {
+                // End of the busy period: v becomes the largest finish tag served.
+                self.clock.advance_to(self.max_finish);
             }
         }
     }
@@ -233,6 +197,7 @@ impl PerFlow<StfqCore> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vtime::inv_weight;
 
     #[test]
     fn serves_by_start_tag_with_weights() {

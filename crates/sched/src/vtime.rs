@@ -313,6 +313,80 @@ pub const fn absolute(t: u64, epoch: u64) -> u128 {
     ((epoch as u128) << 64) | t as u128
 }
 
+/// A flow's virtual start and finish tags as the timestamp cores (WF²Q+, STFQ)
+/// keep them: the tags of its head packet while backlogged, of its last packet
+/// while idle. `inv_w == 0` marks an unconfigured flow.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct FlowTags {
+    /// Start tag `S`.
+    pub(crate) s: u64,
+    /// Finish tag `F`.
+    pub(crate) f: u64,
+    /// `ceil(2^FRAC_BITS / weight)`.
+    pub(crate) inv_w: u64,
+    /// Wrap count of `f`, recorded when the flow goes idle.
+    pub(crate) f_epoch: u64,
+    /// Length of the head packet.
+    pub(crate) head_len: u32,
+    pub(crate) backlogged: bool,
+}
+
+impl FlowTags {
+    /// The idle tags of a flow of `weight` configured at the current `V`.
+    pub(crate) fn new(clock: &VirtualClock, weight: u32) -> FlowTags {
+        FlowTags {
+            s: clock.now(),
+            f: clock.now(),
+            inv_w: inv_weight(weight),
+            f_epoch: clock.epoch(),
+            head_len: 0,
+            backlogged: false,
+        }
+    }
+
+    /// An idle flow turns backlogged with a head of `len` bytes:
+    /// `S = max(V, F)`, `F = S + len / w`.
+    #[inline]
+    pub(crate) fn activate(&mut self, clock: &VirtualClock, len: u32) {
+        debug_assert!(
+            self.inv_w != 0 && !self.backlogged,
+            "activate: not an idle flow"
+        );
+        self.s = if clock.is_ahead(self.f, self.f_epoch) {
+            self.f
+        } else {
+            clock.now()
+        };
+        self.set_head(len);
+        self.backlogged = true;
+    }
+
+    /// The head was served: the next head, of `next` bytes, starts where it
+    /// finished; without one the flow goes idle, its `F` dated against `clock`.
+    /// Returns whether the flow is still backlogged.
+    #[inline]
+    pub(crate) fn served(&mut self, clock: &VirtualClock, next: Option<u32>) -> bool {
+        self.s = self.f;
+        match next {
+            Some(len) => {
+                self.set_head(len);
+                true
+            }
+            None => {
+                self.backlogged = false;
+                self.f_epoch = clock.epoch_of(self.f);
+                false
+            }
+        }
+    }
+
+    #[inline]
+    fn set_head(&mut self, len: u32) {
+        self.f = self.s.wrapping_add(u64::from(len) * self.inv_w);
+        self.head_len = len;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

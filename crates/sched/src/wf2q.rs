@@ -47,25 +47,12 @@ use crate::flows::{FlowConfigs, FlowCore, PerFlow};
 use crate::heap::{Entry, VtHeap};
 use crate::packet::FlowId;
 use crate::scheduler::{ConfigError, FlowConfig};
-use crate::vtime::{check_weight_and_size, inv_weight, vt_gt, vt_le, VirtualClock, MAX_PACKET};
-
-/// Per-flow timestamps (40 bytes); `inv_w == 0` marks an unconfigured flow.
-#[derive(Clone, Copy, Debug, Default)]
-struct Flow {
-    s: u64,
-    f: u64,
-    /// `ceil(2^FRAC_BITS / weight)`.
-    inv_w: u64,
-    /// Wrap count of `f`, recorded when the flow goes idle.
-    f_epoch: u64,
-    head_len: u32,
-    backlogged: bool,
-}
+use crate::vtime::{check_weight_and_size, vt_gt, vt_le, FlowTags, VirtualClock, MAX_PACKET};
 
 /// The WF²Q+ [`FlowCore`]; see the [module docs](self).
 #[derive(Clone, Debug)]
 pub struct Wf2qCore {
-    flows: Vec<Flow>,
+    flows: Vec<FlowTags>,
     configs: FlowConfigs,
     /// Eligible flows by `(F, seq)`.
     eligible: VtHeap,
@@ -83,7 +70,7 @@ impl Wf2qCore {
         let configs = FlowConfigs::new(max_flows)?;
         let n = max_flows as usize;
         Ok(Wf2qCore {
-            flows: vec![Flow::default(); n],
+            flows: vec![FlowTags::default(); n],
             configs,
             eligible: VtHeap::with_capacity(n),
             waiting: VtHeap::with_capacity(n),
@@ -154,13 +141,7 @@ impl FlowCore for Wf2qCore {
         let i = self.configs.vacant(flow)?;
         check_weight_and_size(flow, cfg.weight, cfg.max_packet, MAX_PACKET)?;
         self.clock.add_weight(flow, cfg.weight)?;
-        self.flows[i] = Flow {
-            s: self.clock.now(),
-            f: self.clock.now(),
-            inv_w: inv_weight(cfg.weight),
-            f_epoch: self.clock.epoch(),
-            ..Flow::default()
-        };
+        self.flows[i] = FlowTags::new(&self.clock, cfg.weight);
         self.configs.set(i, cfg);
         Ok(())
     }
@@ -168,7 +149,7 @@ impl FlowCore for Wf2qCore {
     fn remove_flow(&mut self, flow: FlowId) -> Result<(), ConfigError> {
         let cfg = self.configs.remove(flow, self.is_backlogged(flow))?;
         self.clock.remove_weight(cfg.weight, self.backlogged == 0);
-        self.flows[flow as usize] = Flow::default();
+        self.flows[flow as usize] = FlowTags::default();
         Ok(())
     }
 
@@ -185,20 +166,7 @@ impl FlowCore for Wf2qCore {
     }
 
     fn activate(&mut self, flow: FlowId, len: u32) {
-        let clock = self.clock;
-        let fl = &mut self.flows[flow as usize];
-        debug_assert!(
-            fl.inv_w != 0 && !fl.backlogged,
-            "activate({flow}): not an idle flow"
-        );
-        fl.s = if clock.is_ahead(fl.f, fl.f_epoch) {
-            fl.f
-        } else {
-            clock.now()
-        };
-        fl.f = fl.s.wrapping_add(u64::from(len) * fl.inv_w);
-        fl.head_len = len;
-        fl.backlogged = true;
+        self.flows[flow as usize].activate(&self.clock, len);
         self.backlogged += 1;
         self.insert(flow);
         self.settle();
@@ -217,18 +185,10 @@ impl FlowCore for Wf2qCore {
         );
         let fl = &mut self.flows[flow as usize];
         self.clock.serve(fl.head_len);
-        fl.s = fl.f;
-        match next {
-            Some(len) => {
-                fl.f = fl.s.wrapping_add(u64::from(len) * fl.inv_w);
-                fl.head_len = len;
-                self.insert(flow);
-            }
-            None => {
-                fl.backlogged = false;
-                fl.f_epoch = self.clock.epoch_of(fl.f);
-                self.backlogged -= 1;
-            }
+        if fl.served(&self.clock, next) {
+            self.insert(flow);
+        } else {
+            self.backlogged -= 1;
         }
         self.settle();
         if self.backlogged == 0 {
