@@ -1319,14 +1319,12 @@ impl<T> PriorityQueue<T> for Calendar<T> {
 
     #[inline]
     fn get(&self, handle: Handle) -> Option<(u64, &T)> {
-        let idx = self.store.resolve(handle)?;
-        Some((self.store.rank(idx), self.store.item(idx)))
+        self.store.get(handle)
     }
 
     #[inline]
     fn get_mut(&mut self, handle: Handle) -> Option<&mut T> {
-        let idx = self.store.resolve(handle)?;
-        Some(self.store.item_mut(idx))
+        self.store.get_mut(handle)
     }
 
     #[inline]

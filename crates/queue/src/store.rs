@@ -117,6 +117,20 @@ impl<T> BucketStore<T> {
         (node.gen == handle.gen && node.item.is_some()).then_some(handle.index)
     }
 
+    /// The rank and item a live handle names.
+    #[inline]
+    pub(crate) fn get(&self, handle: Handle) -> Option<(u64, &T)> {
+        let idx = self.resolve(handle)?;
+        Some((self.rank(idx), self.item(idx)))
+    }
+
+    /// The item a live handle names, mutably.
+    #[inline]
+    pub(crate) fn get_mut(&mut self, handle: Handle) -> Option<&mut T> {
+        let idx = self.resolve(handle)?;
+        Some(self.item_mut(idx))
+    }
+
     #[inline]
     pub(crate) fn handle(&self, idx: u32) -> Handle {
         Handle {

@@ -290,8 +290,7 @@ impl<T> TimingWheel<T> {
     /// The due time and item named by `handle`.
     #[must_use]
     pub fn get(&self, handle: Handle) -> Option<(u64, &T)> {
-        let idx = self.store.resolve(handle)?;
-        Some((self.store.rank(idx), self.store.item(idx)))
+        self.store.get(handle)
     }
 
     /// Checks store links and bitmap agreement.
