@@ -79,6 +79,28 @@ fn join(prefix: &str, key: &str) -> String {
 }
 
 impl KeyIndex {
+    /// `v` if it lies in `lo..=hi`; otherwise an error at `v` naming `key` (and
+    /// `what` the value is, when given).
+    pub(crate) fn int_in(
+        &self,
+        v: &toml::Spanned<i64>,
+        key: &str,
+        lo: i64,
+        hi: i64,
+        what: Option<&str>,
+    ) -> Result<i64, PolicyError> {
+        let x = *v.get_ref();
+        if x < lo || x > hi {
+            let what = what.map_or(String::new(), |w| format!("{w} "));
+            return Err(self.error(
+                v.span().start,
+                key,
+                format!("{what}must be in {lo}..={hi}, got {x}"),
+            ));
+        }
+        Ok(x)
+    }
+
     /// Indexes `text` (already known to be valid TOML) of file `file`.
     pub(crate) fn new(file: &str, text: &str) -> KeyIndex {
         let mut entries = Vec::new();

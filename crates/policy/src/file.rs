@@ -145,15 +145,7 @@ fn int_in(
     hi: i64,
     what: &str,
 ) -> Result<i64, PolicyError> {
-    let x = *v.get_ref();
-    if x < lo || x > hi {
-        return Err(index.error(
-            v.span().start,
-            key,
-            format!("{what} must be in {lo}..={hi}, got {x}"),
-        ));
-    }
-    Ok(x)
+    index.int_in(v, key, lo, hi, Some(what))
 }
 
 fn at<T>(index: &KeyIndex, v: &Spanned<T>, key: &str, msg: impl Into<String>) -> PolicyError {

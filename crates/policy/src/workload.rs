@@ -83,15 +83,7 @@ fn int(
     lo: i64,
     hi: i64,
 ) -> Result<i64, PolicyError> {
-    let x = *v.get_ref();
-    if x < lo || x > hi {
-        return Err(index.error(
-            v.span().start,
-            key,
-            format!("must be in {lo}..={hi}, got {x}"),
-        ));
-    }
-    Ok(x)
+    index.int_in(v, key, lo, hi, None)
 }
 
 /// One size, or a list of them, as strings with units.
