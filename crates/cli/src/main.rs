@@ -6,9 +6,7 @@
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
-mod bench;
 mod check;
-mod output;
 mod run;
 mod shape;
 mod stats;
@@ -35,7 +33,7 @@ enum Command {
     Stats(stats::StatsArgs),
     /// Reproduce the papers' measurements on this machine.
     #[command(subcommand)]
-    Bench(bench::BenchCommand),
+    Bench(eiffel_bench::BenchCommand),
 }
 
 fn main() -> ExitCode {
@@ -45,7 +43,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Shape(args) => shape::run(&args),
         Command::Stats(args) => stats::run(&args),
-        Command::Bench(cmd) => bench::run(cmd),
+        Command::Bench(cmd) => eiffel_bench::run(cmd),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

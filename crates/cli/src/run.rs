@@ -11,7 +11,7 @@ use eiffel_policy::units::{self, fmt_rate, fmt_time, RateUnit, TimeUnit};
 use eiffel_policy::{Policy, WorkloadFile, FIG6_POLICY, FIG6_WORKLOAD};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::output::{fmt_f, Table};
+use eiffel_bench::report::{fmt_f, Table};
 
 /// Arguments of `eiffel run`.
 #[derive(Debug, Args)]

@@ -37,8 +37,8 @@ use eiffel_net::testbed::{
 };
 use serde::Serialize;
 
-use super::{BenchError, CommonOpts};
-use crate::output::{fmt_f, print_results, Table};
+use crate::report::{fmt_f, print_results, Table};
+use crate::{BenchError, CommonOpts};
 
 /// The policy `eiffel shape` runs: two classes weighted 3:1, the generated frames
 /// in the heavier one.

@@ -50,8 +50,8 @@ use eiffel_sched::tree::{
 use eiffel_sched::{Nanos, Packet, PacketFifo, PacketPool, PolicyTree, Scheduler};
 use serde::Serialize;
 
-use super::{BenchError, CommonOpts};
-use crate::output::{fmt_f, print_results, Table};
+use crate::report::{fmt_f, print_results, Table};
+use crate::{BenchError, CommonOpts};
 
 /// The per-packet budget of one core at 10 Gbit/s of 1500-byte packets.
 const BUDGET_NS: f64 = 1e9 / 833_333.0;

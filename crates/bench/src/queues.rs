@@ -25,8 +25,8 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
-use super::{BenchError, CommonOpts};
-use crate::output::{fmt_f, print_results, Table};
+use crate::report::{fmt_f, print_results, Table};
+use crate::{BenchError, CommonOpts};
 
 /// One measured point.
 #[derive(Debug, Clone, Serialize)]

@@ -1,5 +1,7 @@
-//! `eiffel bench ...`: reproductions of the papers' measurements. Every benchmark
-//! measures its baseline in the same run and reports ratios against it.
+//! `eiffel bench ...`: reproductions of the papers' measurements and side-by-side
+//! comparisons. Every benchmark measures its baseline in the same run and reports
+//! ratios against it. The `eiffel` binary's `bench` subcommand is [`BenchCommand`]
+//! and [`run`].
 
 use clap::{Args, Subcommand};
 
@@ -7,6 +9,7 @@ mod cq;
 mod policy;
 mod pspat;
 mod queues;
+pub mod report;
 mod sched;
 mod shape;
 

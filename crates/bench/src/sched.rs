@@ -31,8 +31,8 @@ use eiffel_sched::{
 };
 use serde::Serialize;
 
-use super::{BenchError, CommonOpts};
-use crate::output::{fmt_f, print_results, Table};
+use crate::report::{fmt_f, print_results, Table};
+use crate::{BenchError, CommonOpts};
 
 /// One measured configuration.
 #[derive(Debug, Clone, Serialize)]

@@ -27,8 +27,8 @@ use eiffel_sched::tree::{Discipline, NodeSpec, PerFlow, QueueChoice, TreeSpec};
 use eiffel_sched::{Nanos, Packet, PolicyTree, Scheduler};
 use serde::Serialize;
 
-use super::{BenchError, CommonOpts};
-use crate::output::{fmt_f, print_results, Table};
+use crate::report::{fmt_f, print_results, Table};
+use crate::{BenchError, CommonOpts};
 
 /// Packets queued per flow in steady state.
 const BACKLOG_PER_FLOW: u32 = 8;

@@ -13,8 +13,8 @@
 //! (`--arbiter-cpu`, `--client-cpu`); the locked clients are spread over all CPUs,
 //! since that architecture has no arbiter and every sender runs the scheduler.
 
-use super::{BenchError, CommonOpts};
-use crate::output::{fmt_f, print_results, Table};
+use crate::report::{fmt_f, print_results, Table};
+use crate::{BenchError, CommonOpts};
 use clap::{Args, ValueEnum};
 use eiffel_pspat::affinity::{cpu_count, pin_current_thread};
 use eiffel_pspat::{
