@@ -8,9 +8,9 @@ use clap::{Args, Subcommand};
 mod cq;
 mod policy;
 mod pspat;
-mod queues;
+pub mod queues;
 pub mod report;
-mod sched;
+pub mod sched;
 mod shape;
 
 /// Options every benchmark accepts.
@@ -28,8 +28,9 @@ pub struct CommonOpts {
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
     /// Integer priority queues: Mpps against packets per bucket and occupancy, and the
-    /// approximate queue's error (Eiffel Figs. 12-14).
-    Queues(CommonOpts),
+    /// approximate queue's error (Eiffel Figs. 12-14), and a hold model, against
+    /// std's BinaryHeap, the radix-heap crate and BTreeMap in the same run.
+    Queues(queues::QueuesOpts),
     /// Fair-queueing schedulers: ns per enqueue/dequeue pair for NONE, FIFO, DRR,
     /// QFQ and WF2Q+ from 1 to 32768 flows (QFQ paper, Table 4).
     Sched(CommonOpts),

@@ -18,7 +18,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use crate::api::{ApproxStats, ConfigError, QueueConfig};
-use crate::bits::first_set;
+use crate::bits::{first_set, mask_after};
 use crate::hbitmap::HierBitmap;
 use crate::store::NIL;
 
@@ -42,6 +42,15 @@ pub trait BucketIndex: Sized {
     #[inline]
     fn first_for_pop(&mut self) -> Option<usize> {
         self.first()
+    }
+
+    /// A non-empty bucket after `b` that costs almost nothing to find (for the
+    /// bitmaps, one in the same word as `b`), if any: where a queue that just
+    /// emptied `b` prefetches its next pop. The default finds none.
+    #[inline]
+    fn next_in_word(&self, b: usize) -> Option<usize> {
+        let _ = b;
+        None
     }
 
     /// Estimate statistics, for approximate indexes.
@@ -97,6 +106,12 @@ impl BucketIndex for WordIndex {
     fn first(&self) -> Option<usize> {
         first_set(self.occupied)
     }
+
+    #[inline]
+    fn next_in_word(&self, b: usize) -> Option<usize> {
+        first_set(mask_after(self.occupied, b))
+    }
+
 }
 
 /// Most buckets of a hierarchical bitmap index: 2^30, far beyond the 2^24 a queue
@@ -130,6 +145,18 @@ impl BucketIndex for HierBitmap {
     fn first(&self) -> Option<usize> {
         HierBitmap::first(self)
     }
+
+    #[inline]
+    fn first_for_pop(&mut self) -> Option<usize> {
+        self.first_from_hint()
+    }
+
+    #[inline]
+    fn next_in_word(&self, b: usize) -> Option<usize> {
+        HierBitmap::next_in_word(self, b)
+    }
+
+
 }
 
 /// The non-empty bucket numbers kept in a binary min-heap: the baseline the Eiffel
