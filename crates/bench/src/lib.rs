@@ -32,8 +32,9 @@ pub enum BenchCommand {
     /// std's BinaryHeap, the radix-heap crate and BTreeMap in the same run.
     Queues(queues::QueuesOpts),
     /// Fair-queueing schedulers: ns per enqueue/dequeue pair for NONE, FIFO, DRR,
-    /// QFQ and WF2Q+ from 1 to 32768 flows (QFQ paper, Table 4).
-    Sched(CommonOpts),
+    /// QFQ and WF2Q+ from 1 to 32768 flows (QFQ paper, Table 4) and on the QFQ
+    /// authors' balanced controller workload.
+    Sched(sched::SchedOpts),
     /// Calendar-queue policies: ns per packet of cq-wfq against wfq on a cffs and
     /// cq-edf against edf on a cffs, through a policy-tree leaf of 16 to 32768
     /// flows (calendar queues, NSDI'20).

@@ -32,6 +32,7 @@ pub mod workload;
 
 use std::time::Duration;
 
+use clap::{Args, ValueEnum};
 use eiffel_queue::{
     ApproxGradient, BinaryHeapQueue, BucketHeap, Calendar, Cffs, Ffs, Gradient, Hffs, HierBitmap,
     PriorityQueue, QueueConfig, QueueKind,
@@ -39,7 +40,6 @@ use eiffel_queue::{
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use clap::{Args, ValueEnum};
 use serde::Serialize;
 
 use self::baselines::{BTree, Eiffel, MinQueue, RadixHeap, StdHeap};
@@ -301,7 +301,11 @@ fn hold_model(plan: &Plan, out: &mut Vec<Record>) -> Result<(), BenchError> {
             Contestant::new("std_binary_heap", StdHeap::with_capacity(live), live),
             Contestant::new("radix_heap", RadixHeap::new(), live),
             Contestant::new("btreemap", BTree::default(), live),
-            Contestant::new("binary_heap", Eiffel(BinaryHeapQueue::<u32>::new(cfg)?), live),
+            Contestant::new(
+                "binary_heap",
+                Eiffel(BinaryHeapQueue::<u32>::new(cfg)?),
+                live,
+            ),
         ];
         for _ in 0..plan.hold_rounds {
             for c in &mut field {
@@ -326,7 +330,6 @@ fn hold_model(plan: &Plan, out: &mut Vec<Record>) -> Result<(), BenchError> {
     }
     Ok(())
 }
-
 
 /// `fraction` of the buckets, chosen at random, sorted.
 fn occupied_buckets(buckets: usize, fraction: f64, rng: &mut SmallRng) -> Vec<usize> {
@@ -453,7 +456,14 @@ fn print_fig12(records: &[Record]) {
         "Fig. 12: fill then drain, every bucket occupied \
          (Mpps; ratio to the fastest baseline of the same run)"
     );
-    let mut t = Table::new(["queue", "buckets", "pkts/bucket", "Mpps", "x best", "best baseline"]);
+    let mut t = Table::new([
+        "queue",
+        "buckets",
+        "pkts/bucket",
+        "Mpps",
+        "x best",
+        "best baseline",
+    ]);
     for r in records.iter().filter(|r| r.experiment == "pkts_per_bucket") {
         let [ratio, base] = ratio_cells(r);
         t.row([

@@ -163,8 +163,8 @@ impl HierBitmap {
             }
             3 => {
                 let top = first_set(self.words[self.offsets[2]])?;
-                let mid = top * WORD_BITS
-                    + self.words[self.offsets[1] + top].trailing_zeros() as usize;
+                let mid =
+                    top * WORD_BITS + self.words[self.offsets[1] + top].trailing_zeros() as usize;
                 return Some(mid * WORD_BITS + self.words[mid].trailing_zeros() as usize);
             }
             _ => {}
@@ -195,7 +195,12 @@ impl HierBitmap {
         } else {
             self.first()?
         };
-        debug_assert_eq!(Some(found), self.first(), "hint {} skipped a set position", self.hint);
+        debug_assert_eq!(
+            Some(found),
+            self.first(),
+            "hint {} skipped a set position",
+            self.hint
+        );
         self.hint = found;
         Some(found)
     }

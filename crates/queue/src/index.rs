@@ -111,7 +111,6 @@ impl BucketIndex for WordIndex {
     fn next_in_word(&self, b: usize) -> Option<usize> {
         first_set(mask_after(self.occupied, b))
     }
-
 }
 
 /// Most buckets of a hierarchical bitmap index: 2^30, far beyond the 2^24 a queue
@@ -155,8 +154,6 @@ impl BucketIndex for HierBitmap {
     fn next_in_word(&self, b: usize) -> Option<usize> {
         HierBitmap::next_in_word(self, b)
     }
-
-
 }
 
 /// The non-empty bucket numbers kept in a binary min-heap: the baseline the Eiffel

@@ -418,7 +418,10 @@ impl<T> BucketStore<T> {
                 self.nodes[idx as usize].item.is_none(),
                 "live node {idx} on the free stack"
             );
-            assert!(!on_stack[idx as usize], "node {idx} twice on the free stack");
+            assert!(
+                !on_stack[idx as usize],
+                "node {idx} twice on the free stack"
+            );
             on_stack[idx as usize] = true;
         }
         assert_eq!(self.free.len(), self.capacity(), "free stack size");
