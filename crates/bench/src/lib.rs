@@ -5,6 +5,7 @@
 
 use clap::{Args, Subcommand};
 
+pub mod clock;
 mod cq;
 mod policy;
 mod pspat;

@@ -24,8 +24,8 @@
 //!   baselines. The queues take turns, one batch each per round, so that load from
 //!   other work falls on all of them alike; the median batch is reported.
 //!
-//! Run it pinned to one core (`taskset -c 1 eiffel bench queues`) on a quiet
-//! machine; the ratios are the figures to read.
+//! Times are the thread's CPU time ([`crate::clock`]). Run it pinned to one core
+//! (`taskset -c 1 eiffel bench queues`); the ratios are the figures to read.
 
 pub mod baselines;
 pub mod workload;

@@ -19,17 +19,17 @@
 //!   third of 5 million pairs (150 thousand with `--quick`), burst patterns in
 //!   whole cycles; the fastest repetition is reported, since other work on the
 //!   machine only ever adds time. A burst cycle longer than all the pairs (LARGE
-//!   with 32768 flows: 983040 pairs) is timed once.
+//!   with 32768 flows: 983040 pairs) is timed once. Times are the thread's CPU
+//!   time ([`crate::clock`]).
 
 pub mod workload;
-
-use std::time::Instant;
 
 use clap::Args;
 use eiffel_sched::{Drr, Fifo, FlowConfig, FlowScheduler, PerFlow, Qfq, Wf2qPlus};
 use serde::Serialize;
 
 use self::workload::{drive, fill, Generator, Load, Ring, Sched, Target};
+use crate::clock::CpuInstant;
 
 use crate::report::{fmt_f, print_results, Table};
 use crate::{BenchError, CommonOpts};
@@ -117,7 +117,7 @@ fn measure<T: Target>(mut t: T, set: &FlowSet, load: Load, pairs: u64) -> (f64, 
     }
     let (mut best, mut total) = (f64::INFINITY, 0);
     for _ in 0..reps {
-        let start = Instant::now();
+        let start = CpuInstant::now();
         let done = drive(&mut t, &mut g, load, n, pairs / reps, &mut backlog);
         best = best.min(start.elapsed().as_nanos() as f64 / done as f64);
         total += done;

@@ -10,13 +10,14 @@
 //!   pop + insert pair. Every queue sees the same increments.
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rand::rngs::SmallRng;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
 use super::baselines::MinQueue;
+use crate::clock::CpuInstant;
 
 /// Ranks for one fill-then-drain trial: `per` elements in each bucket of
 /// `occupied` (ranks equal to bucket numbers), in random order.
@@ -44,9 +45,9 @@ pub fn fill_drain<Q: MinQueue>(q: &mut Q, ranks: &[u64]) -> u64 {
     sum
 }
 
-/// Times one fill-then-drain trial.
+/// Times one fill-then-drain trial (thread CPU time).
 pub fn time_fill_drain<Q: MinQueue>(q: &mut Q, ranks: &[u64]) -> Duration {
-    let start = Instant::now();
+    let start = CpuInstant::now();
     black_box(fill_drain(q, ranks));
     start.elapsed()
 }
@@ -115,9 +116,9 @@ impl Hold {
         sum
     }
 
-    /// Times `pairs` pairs.
+    /// Times `pairs` pairs (thread CPU time).
     pub fn time<Q: MinQueue>(&mut self, q: &mut Q, pairs: u64) -> Duration {
-        let start = Instant::now();
+        let start = CpuInstant::now();
         black_box(self.run(q, pairs));
         start.elapsed()
     }
