@@ -110,7 +110,7 @@ impl HierBitmap {
     }
 
     /// Sets position `pos` (`pos < len`).
-    #[inline]
+    #[inline(always)]
     pub fn set(&mut self, pos: usize) {
         debug_assert!(pos < self.len, "set({pos}) beyond {} positions", self.len);
         self.hint = self.hint.min(pos);
@@ -128,7 +128,7 @@ impl HierBitmap {
     }
 
     /// Clears position `pos` (`pos < len`).
-    #[inline]
+    #[inline(always)]
     pub fn clear(&mut self, pos: usize) {
         debug_assert!(pos < self.len, "clear({pos}) beyond {} positions", self.len);
         let mut pos = pos;

@@ -128,13 +128,13 @@ impl BucketIndex for HierBitmap {
         Ok(HierBitmap::new(buckets))
     }
 
-    #[inline]
+    #[inline(always)]
     fn set(&mut self, b: usize) {
         debug_assert!(!self.contains(b), "bucket {b} set twice");
         HierBitmap::set(self, b);
     }
 
-    #[inline]
+    #[inline(always)]
     fn clear(&mut self, b: usize) {
         debug_assert!(self.contains(b), "bucket {b} cleared twice");
         HierBitmap::clear(self, b);
