@@ -6,14 +6,8 @@
 //! moving a packet costs two index writes. Nothing here allocates after
 //! [`PacketPool::with_capacity`].
 //!
-//! Free slots are a stack of indices kept apart from the slots. (Threaded through
-//! the slots as a list, each allocation had to read the free slot to learn the
-//! next one: after a drain the free slots are in service order, scattered over the
-//! pool, and a burst of enqueues became a chain of dependent cache misses, the
-//! largest cost of the 32k-flow benchmarks.)
-//!
 //! Invariants (checked by [`PacketPool::check_invariants`] in tests):
-//! - a slot is either on the free stack (once) or on exactly one FIFO;
+//! - a slot is either on the free list or on exactly one FIFO;
 //! - `len` equals the number of slots on FIFOs;
 //! - a FIFO's `packets`/`bytes` equal the count and summed `len` of its slots.
 
@@ -24,7 +18,7 @@ const NIL: u32 = u32::MAX;
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     pkt: Packet,
-    /// Next slot on the same FIFO; `NIL` at the tail (stale while free).
+    /// Next slot on the same FIFO, or on the free list; `NIL` ends either.
     next: u32,
     /// Length of the packet in `next` while on a FIFO: lets a dequeue learn the
     /// new head's length without touching the new head's slot.
@@ -86,10 +80,10 @@ impl Fifo {
 #[derive(Clone, Debug)]
 pub struct PacketPool {
     slots: Vec<Slot>,
-    /// `free[..free_len]` are the free slots, the last one taken first; one entry
-    /// per slot, so the stack never overflows.
-    free: Box<[u32]>,
-    free_len: u32,
+    /// Head of the free list.
+    free: u32,
+    /// Slots in use.
+    len: u32,
 }
 
 impl PacketPool {
@@ -103,20 +97,17 @@ impl PacketPool {
             capacity < NIL as usize,
             "packet pool capacity {capacity} exceeds the 32-bit index space"
         );
-        let slots = vec![
-            Slot {
+        let slots = (0..capacity)
+            .map(|i| Slot {
                 pkt: Packet::default(),
-                next: NIL,
+                next: if i + 1 < capacity { i as u32 + 1 } else { NIL },
                 next_len: 0,
-            };
-            capacity
-        ];
-        // Slot 0 on top: a fresh pool hands out slots in memory order.
-        let free = (0..capacity as u32).rev().collect();
+            })
+            .collect();
         PacketPool {
             slots,
-            free,
-            free_len: capacity as u32,
+            free: if capacity == 0 { NIL } else { 0 },
+            len: 0,
         }
     }
 
@@ -131,32 +122,32 @@ impl PacketPool {
     #[must_use]
     #[inline]
     pub fn len(&self) -> usize {
-        self.slots.len() - self.free_len as usize
+        self.len as usize
     }
 
     /// Whether no packet is stored.
     #[must_use]
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len == 0
     }
 
     /// Whether the pool is full.
     #[must_use]
     #[inline]
     pub fn is_full(&self) -> bool {
-        self.free_len == 0
+        self.free == NIL
     }
 
     /// Appends `pkt` to `fifo`; hands it back if the pool is full.
     #[inline]
     pub fn push_back(&mut self, fifo: &mut Fifo, pkt: Packet) -> Result<(), Packet> {
-        let Some(top) = self.free_len.checked_sub(1) else {
+        let idx = self.free;
+        if idx == NIL {
             return Err(pkt);
-        };
-        self.free_len = top;
-        let idx = self.free[top as usize];
+        }
         let slot = &mut self.slots[idx as usize];
+        self.free = slot.next;
         slot.pkt = pkt;
         slot.next = NIL;
         if fifo.tail == NIL {
@@ -169,6 +160,7 @@ impl PacketPool {
         fifo.tail = idx;
         fifo.packets += 1;
         fifo.bytes += u64::from(pkt.len);
+        self.len += 1;
         Ok(())
     }
 
@@ -185,10 +177,11 @@ impl PacketPool {
         if fifo.head == NIL {
             fifo.tail = NIL;
         }
-        self.free[self.free_len as usize] = idx;
-        self.free_len += 1;
+        slot.next = self.free;
+        self.free = idx;
         fifo.packets -= 1;
         fifo.bytes -= u64::from(pkt.len);
+        self.len -= 1;
         Some(pkt)
     }
 
@@ -253,20 +246,16 @@ impl PacketPool {
             assert_eq!(fifo.bytes, bytes, "fifo byte count");
             used += n as usize;
         }
-        assert_eq!(used, self.len(), "pool length vs slots on fifos");
-        assert_eq!(self.free.len(), self.slots.len(), "free stack size");
-        for &idx in &self.free[..self.free_len as usize] {
-            assert!(
-                !seen[idx as usize],
-                "slot {idx} is free twice, or free and queued"
-            );
+        assert_eq!(used, self.len as usize, "pool length vs slots on fifos");
+        let mut idx = self.free;
+        let mut free = 0usize;
+        while idx != NIL {
+            assert!(!seen[idx as usize], "slot {idx} is both free and queued");
             seen[idx as usize] = true;
+            free += 1;
+            idx = self.slots[idx as usize].next;
         }
-        assert_eq!(
-            used + self.free_len as usize,
-            self.slots.len(),
-            "slots lost from every list"
-        );
+        assert_eq!(used + free, self.slots.len(), "slots lost from every list");
     }
 }
 
