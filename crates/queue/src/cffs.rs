@@ -238,6 +238,18 @@ impl<T> Cffs<T> {
         }
     }
 
+    /// Whether `rank`, placed at `place`, is exactly its bucket's lowest rank (so
+    /// that a pop can take it from the bucket instead of the node).
+    fn exact(&self, place: Place, rank: u64) -> bool {
+        match place {
+            Place::Bucket(b) => {
+                let (buckets, aligned) = self.gran.split(rank.wrapping_sub(self.base));
+                rank >= self.base && aligned && buckets == b as u64
+            }
+            Place::Past => false,
+        }
+    }
+
     fn list_of(&self, place: Place) -> usize {
         match place {
             Place::Bucket(b) => self.position(b),
@@ -269,10 +281,10 @@ impl<T> Cffs<T> {
         self.place(rank, true)
     }
 
-    /// Links live, unlinked node `idx` into `place`'s list.
-    fn link(&mut self, place: Place, idx: u32) {
+    /// Links live, unlinked node `idx` of rank `rank` into `place`'s list.
+    fn link(&mut self, place: Place, idx: u32, rank: u64) {
         let list = self.list_of(place);
-        self.slab.link_back(list, idx);
+        self.slab.link_back(list, idx, self.exact(place, rank));
         self.after_link(place, list);
     }
 
@@ -310,9 +322,10 @@ impl<T> Cffs<T> {
             return Err(InsertError::OutOfRange(item));
         };
         let list = self.list_of(place);
+        let exact = self.exact(place, rank);
         let (handle, _) = self
             .slab
-            .push_back(list, rank, item)
+            .push_back(list, rank, item, exact)
             .map_err(InsertError::Full)?;
         self.after_link(place, list);
         Ok(handle)
@@ -338,6 +351,19 @@ impl<T> Cffs<T> {
                 !self.slab.list_is_empty(pos),
                 "bitmap and list disagree at ring position {pos}"
             );
+            let off = (pos + 2 * self.n - self.start) % (2 * self.n);
+            let lowest = self.base.wrapping_add(self.gran.ranks_in(off as u64));
+            for idx in self.slab.iter_list(pos) {
+                if self.slab.linked_exact(idx) {
+                    assert_eq!(self.slab.rank(idx), lowest, "node {idx} linked as exact");
+                }
+            }
+        }
+        for idx in self.slab.iter_list(self.past()) {
+            assert!(
+                !self.slab.linked_exact(idx),
+                "node {idx} of the past list exact"
+            );
         }
         let past = (0..self.slab.capacity() as u32)
             .filter(|&i| self.slab.resolve(self.slab.handle(i)).is_some())
@@ -360,13 +386,13 @@ impl<T> PriorityQueue<T> for Cffs<T> {
         // The common case: a rank within the window, which neither re-anchors nor
         // swaps (`enter` would do nothing) and lands in a bucket of either half.
         if rank >= self.base {
-            let b = self.gran.buckets_between(self.base, rank);
+            let (b, exact) = self.gran.split(rank - self.base);
             if b < 2 * self.n as u64 {
                 let b = b as usize;
                 let pos = self.position(b);
                 let (handle, _) = self
                     .slab
-                    .push_back(pos, rank, item)
+                    .push_back(pos, rank, item, exact)
                     .map_err(InsertError::Full)?;
                 // Whether the bucket was empty is not asked: marking it again costs
                 // less than a branch that half the inserts mispredict.
@@ -396,7 +422,7 @@ impl<T> PriorityQueue<T> for Cffs<T> {
     #[inline]
     fn pop_min(&mut self) -> Option<(u64, T)> {
         if self.in_past != 0 {
-            let (rank, item, _) = self.slab.pop_front(self.past());
+            let (rank, item, _) = self.slab.pop_front(self.past(), 0);
             self.in_past -= 1;
             return Some((rank, item));
         }
@@ -406,7 +432,8 @@ impl<T> PriorityQueue<T> for Cffs<T> {
             off -= self.n;
         }
         self.hint = off;
-        let (rank, item, next) = self.slab.pop_front(pos);
+        let bucket_rank = self.base.wrapping_add(self.gran.ranks_in(off as u64));
+        let (rank, item, next) = self.slab.pop_front(pos, bucket_rank);
         if next == NIL {
             self.bitmap.clear(pos);
         } else {
@@ -436,6 +463,7 @@ impl<T> PriorityQueue<T> for Cffs<T> {
         self.slab.set_rank(idx, rank);
         if self.list_of(place) == old {
             // Same bucket under the current range: keep the element's place.
+            self.slab.set_exact(idx, self.exact(place, rank));
             return Ok(());
         }
         // Leave the old bucket, then enter as an insert would (which may re-anchor
@@ -445,7 +473,7 @@ impl<T> PriorityQueue<T> for Cffs<T> {
         // `enter` only re-anchors or swaps towards the rank, so a rank accepted
         // above stays accepted; the fallback keeps the element queued regardless.
         let place = self.enter(rank).unwrap_or(place);
-        self.link(place, idx);
+        self.link(place, idx, rank);
         Ok(())
     }
 
