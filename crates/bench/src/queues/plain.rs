@@ -88,7 +88,7 @@ impl PlainBuckets {
 }
 
 impl super::baselines::MinQueue for PlainBuckets {
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, rank: u64, item: u32) {
         let b = (rank % BUCKETS as u64) as usize;
         let Some(i) = self.free.pop() else {
@@ -112,7 +112,7 @@ impl super::baselines::MinQueue for PlainBuckets {
         self.tails[b] = i;
     }
 
-    #[inline]
+    #[inline(always)]
     fn pop(&mut self) -> Option<(u64, u32)> {
         let b = self.first()?;
         let i = self.heads[b];
