@@ -1,0 +1,416 @@
+//! The arbiter thread: rounds (`do_scan`, PSPAT Fig. 5), commands between rounds,
+//! idle sleep (section 3.5) and the final drain at shutdown. See the
+//! [module documentation](super) for the protocol.
+
+use super::control::{CommandGuard, CommandSlot, Control, DropHook};
+use super::output::Output;
+use super::report::ClientReport;
+use super::shared::{Shared, DISCARD, STOP};
+use super::stats::LiveStats;
+use super::ShutdownMode;
+use crate::clist::{Unlist, END};
+use crate::link::Link;
+use crate::mailbox::Consumer;
+use crate::sleeper::Wake;
+use crate::sync::{fence, lock, spin_loop, Arc, Ordering};
+use crate::tags::Tags;
+use crate::transmit::Transmit;
+use eiffel_sched::{DropReason, Nanos, Packet, Scheduler};
+use std::time::Duration;
+
+/// What the arbiter thread returns when it ends.
+pub(super) struct ArbiterOutput<S, X> {
+    pub(super) scheduler: S,
+    /// The sink of inline dispatch.
+    pub(super) inline: Option<X>,
+    pub(super) clients: Vec<ClientReport>,
+    pub(super) stats: LiveStats,
+}
+
+/// Arbiter-private bookkeeping of one client.
+#[derive(Clone, Copy, Debug, Default)]
+struct Book {
+    /// In the arbiter's active set.
+    active: bool,
+    /// Round in which this client was the newest entry of some list.
+    kept_round: u64,
+    report: ClientReport,
+}
+
+/// What the arbiter is built from.
+pub(super) struct ArbiterParts<S, X> {
+    pub(super) shared: Arc<Shared>,
+    pub(super) sched: S,
+    pub(super) commands: CommandSlot<S>,
+    pub(super) on_drop: Option<DropHook>,
+    pub(super) consumers: Vec<Consumer<Packet>>,
+    pub(super) out: Output<X>,
+    /// Packets each client mailbox holds.
+    pub(super) mailbox_slots: usize,
+    pub(super) link: Link,
+    pub(super) round_interval: Duration,
+    pub(super) idle_spin: Duration,
+}
+
+pub(super) struct Arbiter<S, X> {
+    shared: Arc<Shared>,
+    sched: S,
+    commands: CommandGuard<S>,
+    /// Scratch: packets a command dropped, accounted after it returns.
+    command_drops: Vec<(Packet, DropReason)>,
+    on_drop: Option<DropHook>,
+    consumers: Vec<Consumer<Packet>>,
+    books: Vec<Book>,
+    /// Clients scanned every round.
+    active: Vec<u32>,
+    /// Per list: the newest client taken from it (index + 1, or `END`).
+    keep: Vec<u32>,
+    /// Scratch: clients being trimmed this round.
+    trim: Vec<u32>,
+    tags: Tags,
+    link: Link,
+    out: Output<X>,
+    round_ns: Nanos,
+    idle_spin_ns: Nanos,
+    round: u64,
+    stats: LiveStats,
+}
+
+impl<S, X> Arbiter<S, X> {
+    pub(super) fn new(parts: ArbiterParts<S, X>) -> Self {
+        let clients = parts.consumers.len();
+        Arbiter {
+            keep: vec![END; parts.shared.lists.len()],
+            shared: parts.shared,
+            sched: parts.sched,
+            commands: CommandGuard(parts.commands),
+            command_drops: Vec::new(),
+            on_drop: parts.on_drop,
+            consumers: parts.consumers,
+            books: vec![Book::default(); clients],
+            active: Vec::with_capacity(clients),
+            trim: Vec::with_capacity(clients),
+            tags: Tags::new(clients * parts.mailbox_slots),
+            link: parts.link,
+            out: parts.out,
+            round_ns: parts.round_interval.as_nanos() as Nanos,
+            idle_spin_ns: parts.idle_spin.as_nanos() as Nanos,
+            round: 0,
+            stats: LiveStats::default(),
+        }
+    }
+}
+
+impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
+    pub(super) fn run(mut self) -> ArbiterOutput<S, X> {
+        let clock = self.shared.clock;
+        let mut next_round: Nanos = 0;
+        let mut last_work = clock.now();
+        loop {
+            let now = clock.now();
+            if now < next_round {
+                spin_loop();
+                continue;
+            }
+            let state = self.shared.load_state();
+            if state & STOP != 0 {
+                return self.finish(if state & DISCARD != 0 {
+                    ShutdownMode::Discard
+                } else {
+                    ShutdownMode::Drain
+                });
+            }
+            if self.shared.command_pending.load(Ordering::Acquire) {
+                self.run_command(now);
+            }
+            next_round = now + self.round_ns;
+            if self.do_scan(now) || self.out.blocked() {
+                last_work = now;
+                continue;
+            }
+            if now - last_work < self.idle_spin_ns {
+                continue;
+            }
+            self.idle(now);
+            last_work = clock.now();
+        }
+    }
+
+    /// One round (Fig. 5). Returns whether anything moved.
+    fn do_scan(&mut self, now: Nanos) -> bool {
+        self.round += 1;
+        self.take_lists();
+        let mut moved = false;
+        for i in 0..self.active.len() {
+            moved |= self.drain(self.active[i], now);
+        }
+        self.trim_active();
+        moved |= self.release(now);
+        self.out.flush(&self.shared);
+        self.publish();
+        moved
+    }
+
+    /// Moves new client-list entries into the active set; the newest entry of each
+    /// list is kept active until a newer one arrives.
+    fn take_lists(&mut self) {
+        for list in 0..self.keep.len() {
+            let mut link = self.shared.lists.take(list);
+            if link != END {
+                self.keep[list] = link;
+            }
+            while link != END {
+                let client = link - 1;
+                let ctrl = &self.shared.clients[client as usize];
+                // Read the link before the state changes: once trimmed, the client
+                // may append itself again and rewrite it.
+                link = ctrl.next.load(Ordering::Relaxed);
+                ctrl.listing.activate();
+                let book = &mut self.books[client as usize];
+                if !book.active {
+                    book.active = true;
+                    self.active.push(client);
+                }
+            }
+        }
+    }
+
+    /// Reads every waiting packet of `client` into the scheduler. At most a
+    /// mailbox's worth: unreleased slots stop the producer.
+    fn drain(&mut self, client: u32, now: Nanos) -> bool {
+        let mut any = false;
+        while let Some(mut pkt) = self.consumers[client as usize].read() {
+            any = true;
+            pkt.buffer = self.tags.insert(client, pkt.buffer);
+            self.books[client as usize].report.received += 1;
+            self.stats.received += 1;
+            if let Err(drop) = self.sched.enqueue(pkt, now) {
+                self.on_drop(drop.packet, drop.reason);
+            }
+        }
+        any
+    }
+
+    /// Runs the waiting [`Pspat::with_scheduler`] command, if any.
+    fn run_command(&mut self, now: Nanos) {
+        // Cleared before the slot is read: a command posted after this point sets
+        // the flag again and is run next round.
+        self.shared.command_pending.store(false, Ordering::Relaxed);
+        let Some(command) = lock(&self.commands.0).take() else {
+            return;
+        };
+        let mut rate = self.link.rate_bps();
+        let mut drops = core::mem::take(&mut self.command_drops);
+        let deliver = command(&mut Control {
+            sched: &mut self.sched,
+            now,
+            drops: &mut drops,
+            link_rate: &mut rate,
+        });
+        for (pkt, reason) in drops.drain(..) {
+            self.on_drop(pkt, reason);
+        }
+        self.command_drops = drops;
+        if rate != self.link.rate_bps() {
+            let changed = self.link.set_rate(rate);
+            debug_assert!(changed, "Control::set_link_rate checked the range");
+        }
+        debug_assert_eq!(
+            self.tags.live() as u64,
+            self.sched.backlog().packets,
+            "a command lost packets taken out of the scheduler"
+        );
+        self.stats.commands += 1;
+        self.publish();
+        deliver();
+    }
+
+    /// Accounts for a packet the scheduler dropped, frees its mailbox slot and
+    /// hands it to the drop hook.
+    fn on_drop(&mut self, mut pkt: Packet, reason: DropReason) {
+        let (client, buffer) = self.tags.remove(pkt.buffer);
+        pkt.buffer = buffer;
+        if let Some(hook) = &mut self.on_drop {
+            hook(pkt, reason);
+        }
+        self.consumers[client as usize].release(1);
+        let report = &mut self.books[client as usize].report;
+        report.dropped.packets[reason.index()] += 1;
+        report.dropped.bytes[reason.index()] += u64::from(pkt.len);
+        self.stats.dropped += 1;
+        let drops = &self.shared.clients[client as usize].drops;
+        drops.store(drops.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
+    /// Trims the active set to the newest client of each list (Fig. 5, line 9),
+    /// with the listing handshake described in the module documentation.
+    fn trim_active(&mut self) {
+        let kept = self.keep.iter().filter(|&&k| k != END).count();
+        if self.active.len() <= kept {
+            return;
+        }
+        for &k in &self.keep {
+            if k != END {
+                self.books[(k - 1) as usize].kept_round = self.round;
+            }
+        }
+        self.trim.clear();
+        for &client in &self.active {
+            if self.books[client as usize].kept_round == self.round {
+                continue;
+            }
+            match self.shared.clients[client as usize].listing.unlist() {
+                Unlist::Pending => self.books[client as usize].active = false,
+                Unlist::Check => self.trim.push(client),
+            }
+        }
+        if !self.trim.is_empty() {
+            fence(Ordering::SeqCst);
+            for &client in &self.trim {
+                if self.consumers[client as usize].is_empty() {
+                    self.books[client as usize].active = false;
+                }
+            }
+        }
+        let books = &self.books;
+        self.active.retain(|&c| books[c as usize].active);
+    }
+
+    /// Releases packets while the emulated link is idle before `now` (Fig. 5,
+    /// lines 11-22).
+    fn release(&mut self, now: Nanos) -> bool {
+        if !self.out.retry_pending() {
+            return true;
+        }
+        let mut any = false;
+        while self.link.idle_before(now) {
+            let Some(mut pkt) = self.sched.dequeue(now) else {
+                self.link.drained(now);
+                break;
+            };
+            any = true;
+            self.link.send(pkt.len, now);
+            let (client, buffer) = self.tags.remove(pkt.buffer);
+            pkt.buffer = buffer;
+            self.consumers[client as usize].release(1);
+            self.books[client as usize].report.delivered += 1;
+            self.stats.decisions += 1;
+            if !self.out.push(pkt, &self.shared) {
+                break;
+            }
+        }
+        any
+    }
+
+    fn publish(&mut self) {
+        self.stats.rounds = self.round;
+        self.stats.link_idle_ns = self.link.idle_ns();
+        self.shared.live.publish(&self.stats);
+    }
+
+    /// Nothing moved for `idle_spin`: sleep until a client notifies us, or until the
+    /// scheduler will next have something for the link (section 3.5).
+    fn idle(&mut self, now: Nanos) {
+        let wake_at = self
+            .sched
+            .next_ready(now)
+            .map(|t| t.max(self.link.idle_at()));
+        let timeout = match wake_at {
+            Some(t) if t <= now + self.idle_spin_ns => return,
+            Some(t) => Some(Duration::from_nanos(t - now)),
+            None => None,
+        };
+        self.stats.sleeps += 1;
+        self.publish();
+        let shared = &*self.shared;
+        let consumers = &self.consumers;
+        let active = &self.active;
+        let wake = shared.arbiter.sleep(
+            || {
+                shared.load_state() & STOP != 0
+                    || shared.command_pending.load(Ordering::Relaxed)
+                    || shared.lists.any_pending()
+                    || active.iter().any(|&c| !consumers[c as usize].is_empty())
+            },
+            timeout,
+        );
+        match wake {
+            Wake::Cancelled => {}
+            Wake::Notified => self.stats.notified_wakeups += 1,
+            Wake::TimedOut => self.stats.timer_wakeups += 1,
+        }
+    }
+
+    /// Final drain at shutdown: every mailbox is read once more (all clients have
+    /// dropped their handles), then the scheduler is emptied.
+    fn finish(mut self, mode: ShutdownMode) -> ArbiterOutput<S, X> {
+        for list in 0..self.keep.len() {
+            self.shared.lists.take(list);
+        }
+        let now = self.shared.clock.now();
+        for client in 0..self.consumers.len() as u32 {
+            self.drain(client, now);
+        }
+        match mode {
+            ShutdownMode::Discard => self.discard_all(now),
+            ShutdownMode::Drain => self.deliver_all(),
+        }
+        debug_assert_eq!(self.tags.live(), 0, "packets left in the scheduler");
+        debug_assert_eq!(self.sched.backlog().packets, 0);
+        self.round += 1;
+        self.publish();
+        self.shared.release_dispatchers();
+        let clients = self.books.iter().map(|b| b.report).collect();
+        ArbiterOutput {
+            scheduler: self.sched,
+            inline: self.out.into_sink(),
+            clients,
+            stats: self.stats,
+        }
+    }
+
+    /// Drops everything the scheduler holds; packets released before the stop
+    /// still go to their dispatchers.
+    fn discard_all(&mut self, now: Nanos) {
+        // A shaping scheduler gives up a held packet only at its release time:
+        // step its clock through its release times (it is not used after this).
+        let mut t = now;
+        loop {
+            while let Some(pkt) = self.sched.dequeue(t) {
+                self.on_drop(pkt, DropReason::Shutdown);
+            }
+            if self.sched.backlog().packets == 0 || t == Nanos::MAX {
+                break;
+            }
+            t = match self.sched.next_ready(t) {
+                Some(next) if next > t => next,
+                _ => t.saturating_add(1_000_000_000),
+            };
+        }
+        while !self.out.retry_pending() {
+            self.out.flush(&self.shared);
+            spin_loop();
+        }
+        self.out.flush(&self.shared);
+    }
+
+    /// Delivers everything the scheduler holds, at the link rate.
+    fn deliver_all(&mut self) {
+        let clock = self.shared.clock;
+        loop {
+            let now = clock.now();
+            self.release(now);
+            self.out.flush(&self.shared);
+            if self.sched.backlog().packets == 0 && !self.out.blocked() {
+                break;
+            }
+            match self.sched.next_ready(now) {
+                Some(t) if t.max(self.link.idle_at()) > now + self.idle_spin_ns => {
+                    let wait = t.max(self.link.idle_at()) - now;
+                    std::thread::sleep(Duration::from_nanos(wait));
+                }
+                _ => spin_loop(),
+            }
+        }
+    }
+}
