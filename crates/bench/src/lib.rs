@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 
 mod cq;
 mod policy;
+mod probe;
 mod pspat;
 mod queues;
 pub mod report;

@@ -504,8 +504,35 @@ fn throughput<S: BenchSched>(
                     pspat_greedy(client, Packet::new(f as u32, 60), stop);
                 });
             }
-            let (d, secs) = measure(timing, || rt.stats().decisions);
+            let rtt0 = crate::probe::round_trip_ns(place.arbiter_cpu, place.client_cpu, 200);
+            thread::sleep(timing.warmup);
+            let (s0, t0) = (rt.stats(), Instant::now());
+            thread::sleep(timing.window);
+            let (s1, t1) = (rt.stats(), Instant::now());
+            let secs = (t1 - t0).as_secs_f64();
             stop.store(true, Ordering::Relaxed);
+            let d = s1.decisions - s0.decisions;
+            if std::env::var_os("PSPAT_DIAG").is_some() {
+                let rounds = (s1.rounds - s0.rounds).max(1) as f64;
+                let visits = (s1.visits - s0.visits).max(1) as f64;
+                let nonempty = visits - (s1.empty_visits - s0.empty_visits) as f64;
+                eprintln!(
+                    "diag n={n} rtt={:?} Mdps={:.2} rounds/s={:.0}k busy={:.0}% ns/round={:.0} pkts/round={:.1} empty_rounds={:.0}% visits/round={:.2} pkts/visit={:.1} full_visits={:.0}% sleeps={} wakes={}/{}",
+                    rtt0.map(|r| r.round()),
+                    d as f64 / secs / 1e6,
+                    rounds / secs / 1e3,
+                    (s1.busy_ns - s0.busy_ns) as f64 / secs / 1e7,
+                    (s1.busy_ns - s0.busy_ns) as f64 / rounds,
+                    d as f64 / rounds,
+                    (s1.empty_rounds - s0.empty_rounds) as f64 / rounds * 100.0,
+                    visits / rounds,
+                    (s1.received - s0.received) as f64 / nonempty.max(1.0),
+                    (s1.full_visits - s0.full_visits) as f64 / visits * 100.0,
+                    s1.sleeps - s0.sleeps,
+                    s1.notified_wakeups - s0.notified_wakeups,
+                    s1.timer_wakeups - s0.timer_wakeups,
+                );
+            }
             Ok(d as f64 / secs / 1e6)
         })?;
         rt.shutdown(ShutdownMode::Discard);

@@ -77,12 +77,102 @@ impl<T> Slot<T> {
     }
 }
 
+/// Slot storage: `len` slots, `stride` bytes apart, the first on a
+/// [`LINE_BYTES`] boundary. The stride is the slot's size rounded up to a power of
+/// two up to a cache line, or to a multiple of a cache line beyond: no slot
+/// straddles two cache lines unless it is bigger than one, and a line of the ring
+/// is a whole cache-line pair.
+struct Slots<T> {
+    base: core::ptr::NonNull<u8>,
+    len: usize,
+    stride: usize,
+    _owns: core::marker::PhantomData<Slot<T>>,
+}
+
+/// Bytes of the unit that producer and consumer must not share: a pair of
+/// adjacent 64-byte cache lines, which x86-64 and aarch64 prefetch together.
+pub const LINE_BYTES: usize = 2 * CACHE_LINE;
+
+/// Distance in bytes between two slots holding `T`.
+fn stride_of<T>() -> usize {
+    let size = core::mem::size_of::<Slot<T>>();
+    if size <= CACHE_LINE {
+        size.next_power_of_two()
+    } else {
+        size.next_multiple_of(CACHE_LINE)
+    }
+}
+
+impl<T> Slots<T> {
+    fn layout(len: usize) -> core::alloc::Layout {
+        let align = LINE_BYTES.max(core::mem::align_of::<Slot<T>>());
+        core::alloc::Layout::from_size_align(len * stride_of::<T>(), align)
+            .expect("mailbox sizes are bounded by MAX_SLOTS")
+    }
+
+    #[allow(unsafe_code)]
+    fn new(len: usize) -> Self {
+        assert!(len > 0 && len <= MAX_SLOTS);
+        let layout = Self::layout(len);
+        // SAFETY: the layout has a non-zero size (`len > 0`, slots are not zero-sized:
+        // they hold a flag).
+        let raw = unsafe { std::alloc::alloc(layout) };
+        let Some(base) = core::ptr::NonNull::new(raw) else {
+            std::alloc::handle_alloc_error(layout)
+        };
+        let stride = stride_of::<T>();
+        for i in 0..len {
+            // SAFETY: `i * stride` is inside the allocation, and aligned for
+            // `Slot<T>` (the base is, and the stride is a multiple of the slot's
+            // size, itself a multiple of its alignment).
+            unsafe {
+                base.as_ptr()
+                    .add(i * stride)
+                    .cast::<Slot<T>>()
+                    .write(Slot::new())
+            };
+        }
+        Slots {
+            base,
+            len,
+            stride,
+            _owns: core::marker::PhantomData,
+        }
+    }
+
+    /// Slot `i`, `i < len`.
+    #[inline]
+    #[allow(unsafe_code)]
+    fn get(&self, i: usize) -> &Slot<T> {
+        assert!(i < self.len, "slot {i} of {}", self.len);
+        // SAFETY: slot `i` was initialised in `new` and lives until `drop`; shared
+        // references are all the ring hands out (mutation goes through the slot's
+        // atomics and `UnsafeCell`).
+        unsafe { &*self.base.as_ptr().add(i * self.stride).cast::<Slot<T>>() }
+    }
+}
+
+impl<T> Drop for Slots<T> {
+    #[allow(unsafe_code)]
+    fn drop(&mut self) {
+        for i in 0..self.len {
+            // SAFETY: every slot was initialised in `new` and is dropped once here;
+            // values inside are `MaybeUninit` and never dropped by the ring.
+            unsafe {
+                core::ptr::drop_in_place(self.base.as_ptr().add(i * self.stride).cast::<Slot<T>>());
+            }
+        }
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { std::alloc::dealloc(self.base.as_ptr(), Self::layout(self.len)) };
+    }
+}
+
 /// The slots shared by the two halves.
 struct Ring<T> {
-    slots: Box<[Slot<T>]>,
-    /// `slots.len() - 1`; the length is a power of two.
+    slots: Slots<T>,
+    /// `slots.len - 1`; the length is a power of two.
     mask: usize,
-    /// Slots per line; a power of two dividing `slots.len()`, at most half of it.
+    /// Slots per line; a power of two dividing `slots.len`, at most half of it.
     line: usize,
 }
 
@@ -129,8 +219,7 @@ const MAX_SLOTS: usize = 1 << 24;
 /// Slots per line for values of type `T` (see the module documentation).
 #[must_use]
 pub fn slots_per_line<T>() -> usize {
-    let slot = core::mem::size_of::<Slot<T>>().max(1);
-    CACHE_LINE.div_ceil(slot).next_power_of_two()
+    (LINE_BYTES / stride_of::<T>()).max(1)
 }
 
 /// Creates a mailbox that holds at least `min_capacity` values.
@@ -175,7 +264,7 @@ pub(crate) fn with_geometry<T: Copy + Send>(
     assert!(lines >= 2 && lines.is_power_of_two() && line.is_power_of_two());
     let len = lines * line;
     let ring = Arc::new(Ring {
-        slots: (0..len).map(|_| Slot::new()).collect(),
+        slots: Slots::new(len),
         mask: len - 1,
         line,
     });
@@ -218,17 +307,60 @@ impl<T: Copy + Send> Producer<T> {
     /// [`PushError::Full`] when every usable slot is occupied.
     #[inline]
     pub fn push(&mut self, value: T) -> Result<(), PushError<T>> {
+        if self.room() {
+            self.put(value);
+            Ok(())
+        } else {
+            Err(PushError::Full(value))
+        }
+    }
+
+    /// Appends the longest prefix of `values` that fits; returns its length. One
+    /// check per line entered, as for single pushes; the values of a line are
+    /// written back to back.
+    ///
+    /// ```
+    /// use eiffel_pspat::mailbox::mailbox;
+    /// let (mut tx, mut rx) = mailbox::<u64>(8).unwrap();
+    /// let cap = tx.capacity();
+    /// let values: Vec<u64> = (0..cap as u64 + 5).collect();
+    /// assert_eq!(tx.push_slice(&values), cap);
+    /// let mut out = Vec::with_capacity(cap);
+    /// assert_eq!(rx.read_many(&mut out, cap), cap);
+    /// assert_eq!(out, values[..cap]);
+    /// ```
+    #[inline]
+    pub fn push_slice(&mut self, values: &[T]) -> usize {
+        for (i, &v) in values.iter().enumerate() {
+            if !self.room() {
+                return i;
+            }
+            self.put(v);
+        }
+        values.len()
+    }
+
+    /// Whether the next slot may be written: inside the current line, or the line
+    /// after the next one is free (see the module documentation).
+    #[inline]
+    fn room(&mut self) -> bool {
         let p = &mut *self.inner;
         if p.tail == p.line_end {
-            // Entering a new line: it is free if the line after it is (see the
-            // module documentation).
-            let ahead = &p.ring.slots[(p.tail + p.ring.line) & p.ring.mask];
+            let ahead = p.ring.slots.get((p.tail + p.ring.line) & p.ring.mask);
             if ahead.full.load(Ordering::Acquire) {
-                return Err(PushError::Full(value));
+                return false;
             }
             p.line_end = p.tail + p.ring.line;
         }
-        let slot = &p.ring.slots[p.tail & p.ring.mask];
+        true
+    }
+
+    /// Writes the next slot; [`Producer::room`] returned true.
+    #[inline]
+    fn put(&mut self, value: T) {
+        let p = &mut *self.inner;
+        debug_assert!(p.tail < p.line_end, "put without room");
+        let slot = p.ring.slots.get(p.tail & p.ring.mask);
         debug_assert!(
             !slot.full.load(Ordering::Relaxed),
             "slot {} still full (tail={} line_end={})",
@@ -238,8 +370,8 @@ impl<T: Copy + Send> Producer<T> {
         );
         slot.value.with_mut(|ptr| {
             // SAFETY: slots tail..line_end were released by the consumer (the check
-            // above happened-after those releases), the consumer does not touch a
-            // slot until its full flag is set, and we are the only producer.
+            // in `room` happened-after those releases), the consumer does not touch
+            // a slot until its full flag is set, and we are the only producer.
             #[allow(unsafe_code)]
             unsafe {
                 ptr.write(MaybeUninit::new(value));
@@ -247,13 +379,12 @@ impl<T: Copy + Send> Producer<T> {
         });
         slot.full.store(true, Ordering::Release);
         p.tail = p.tail.wrapping_add(1);
-        Ok(())
     }
 
     /// Values the mailbox can hold.
     #[must_use]
     pub fn capacity(&self) -> usize {
-        self.inner.ring.slots.len() - self.inner.ring.line
+        self.inner.ring.slots.len - self.inner.ring.line
     }
 
     /// Values pushed since creation (wrapping).
@@ -292,7 +423,7 @@ impl<T: Copy + Send> Consumer<T> {
     #[inline]
     pub fn read(&mut self) -> Option<T> {
         let c = &mut *self.inner;
-        let slot = &c.ring.slots[c.head & c.ring.mask];
+        let slot = c.ring.slots.get(c.head & c.ring.mask);
         if !slot.full.load(Ordering::Acquire) {
             return None;
         }
@@ -307,6 +438,23 @@ impl<T: Copy + Send> Consumer<T> {
         });
         c.head = c.head.wrapping_add(1);
         Some(value)
+    }
+
+    /// Appends to `out` the waiting values, at most `max`; returns how many. Slots
+    /// stay occupied until [`Consumer::release`]. The slots are read one after the
+    /// other with nothing in between, so the loads of consecutive lines overlap.
+    /// `out` does not grow beyond its capacity if it has room for `max`.
+    #[inline]
+    pub fn read_many(&mut self, out: &mut Vec<T>, max: usize) -> usize {
+        let mut n = 0;
+        while n < max {
+            match self.read() {
+                Some(v) => out.push(v),
+                None => break,
+            }
+            n += 1;
+        }
+        n
     }
 
     /// Gives back the `count` oldest read slots. Slots are marked empty a whole line
@@ -329,10 +477,10 @@ impl<T: Copy + Send> Consumer<T> {
             let first = c.cleared & c.ring.mask;
             // The first slot last: the producer looks only at first slots, so once
             // it sees this one empty the whole line is.
-            for slot in c.ring.slots[first + 1..first + line].iter() {
-                slot.full.store(false, Ordering::Release);
+            for i in first + 1..first + line {
+                c.ring.slots.get(i).full.store(false, Ordering::Release);
             }
-            c.ring.slots[first].full.store(false, Ordering::Release);
+            c.ring.slots.get(first).full.store(false, Ordering::Release);
             c.cleared = c.cleared.wrapping_add(line);
         }
     }
@@ -350,7 +498,9 @@ impl<T: Copy + Send> Consumer<T> {
     #[inline]
     pub fn is_empty(&self) -> bool {
         let c = &*self.inner;
-        !c.ring.slots[c.head & c.ring.mask]
+        !c.ring
+            .slots
+            .get(c.head & c.ring.mask)
             .full
             .load(Ordering::Acquire)
     }
@@ -370,7 +520,7 @@ impl<T: Copy + Send> Consumer<T> {
     /// Values the mailbox can hold.
     #[must_use]
     pub fn capacity(&self) -> usize {
-        self.inner.ring.slots.len() - self.inner.ring.line
+        self.inner.ring.slots.len - self.inner.ring.line
     }
 }
 
@@ -391,10 +541,12 @@ mod tests {
 
     #[test]
     fn line_sizes_cover_a_cache_line() {
-        assert_eq!(slots_per_line::<u32>(), 8);
-        assert_eq!(slots_per_line::<u64>(), 4);
+        assert_eq!(slots_per_line::<u32>(), 16);
+        assert_eq!(slots_per_line::<u64>(), 8);
         assert_eq!(slots_per_line::<eiffel_sched::Packet>(), 2);
         assert_eq!(slots_per_line::<[u8; 200]>(), 1);
+        assert_eq!(stride_of::<eiffel_sched::Packet>(), 64);
+        assert_eq!(stride_of::<[u8; 200]>(), 256);
     }
 
     #[test]
@@ -406,7 +558,7 @@ mod tests {
             mailbox::<u64>(0).unwrap_err(),
             CapacityError {
                 requested: 0,
-                max: MAX_SLOTS - 4
+                max: MAX_SLOTS - 8
             }
         );
         assert!(mailbox::<u64>(MAX_SLOTS).is_err());
@@ -470,7 +622,7 @@ mod tests {
         fn matches_a_bounded_fifo(
             lines_log in 1u32..4,
             line_log in 0u32..3,
-            ops in proptest::collection::vec(0u8..4, 0..200),
+            ops in proptest::collection::vec(0u8..6, 0..200),
         ) {
             let (lines, line) = (1usize << lines_log, 1usize << line_log);
             let (mut tx, mut rx) = with_geometry::<u32>(lines, line);
@@ -505,6 +657,29 @@ mod tests {
                         if got.is_some() {
                             read_unreleased += 1;
                         }
+                    }
+                    4 => {
+                        // A batch of three: the prefix the single-push rule admits.
+                        let cleared = released / line * line;
+                        let mut fits = 0;
+                        while fits < 3 && !((pushed + fits) % line == 0 && pushed + fits - cleared >= cap) {
+                            fits += 1;
+                        }
+                        let values: Vec<u32> =
+                            (0..3).map(|k| u32::try_from(pushed + k).unwrap()).collect();
+                        proptest::prop_assert_eq!(tx.push_slice(&values), fits);
+                        model.extend(&values[..fits]);
+                        pushed += fits;
+                    }
+                    5 => {
+                        let mut out = Vec::new();
+                        let n = rx.read_many(&mut out, 3);
+                        proptest::prop_assert_eq!(n, out.len());
+                        for v in out {
+                            proptest::prop_assert_eq!(Some(v), model.pop_front());
+                        }
+                        proptest::prop_assert!(n == 3 || model.is_empty());
+                        read_unreleased += n;
                     }
                     _ => {
                         rx.release(read_unreleased);
@@ -611,6 +786,39 @@ mod loom_tests {
             }
             producer.join().unwrap();
             assert_eq!(rx.unreleased(), 0);
+        });
+    }
+
+    /// Batched pushes and reads across a wrap: a reader that takes several values
+    /// at once never sees a slot before its value is written, and the producer
+    /// never refills a line before the reader has released it.
+    #[test]
+    fn batches_wrap_in_order() {
+        loom::model(|| {
+            let (mut tx, mut rx) = with_geometry::<u32>(2, 2);
+            let producer = thread::spawn(move || {
+                let values = [0, 1, 2, 3];
+                let mut sent = 0;
+                while sent < values.len() {
+                    let n = tx.push_slice(&values[sent..]);
+                    if n == 0 {
+                        thread::yield_now();
+                    }
+                    sent += n;
+                }
+            });
+            let mut got = Vec::with_capacity(4);
+            while got.len() < 4 {
+                let before = got.len();
+                let n = rx.read_many(&mut got, 4);
+                if n == 0 {
+                    thread::yield_now();
+                }
+                rx.release(n);
+                assert_eq!(got.len(), before + n);
+            }
+            producer.join().unwrap();
+            assert_eq!(got, [0, 1, 2, 3]);
         });
     }
 

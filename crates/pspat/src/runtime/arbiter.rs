@@ -124,10 +124,13 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
                 self.run_command(now);
             }
             next_round = now + self.round_ns;
-            if self.do_scan(now) || self.out.blocked() {
+            let moved = self.do_scan(now);
+            self.stats.busy_ns += clock.now().saturating_sub(now);
+            if moved || self.out.blocked() {
                 last_work = now;
                 continue;
             }
+            self.stats.empty_rounds += 1;
             if now - last_work < self.idle_spin_ns {
                 continue;
             }
@@ -179,6 +182,7 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
     /// mailbox's worth: unreleased slots stop the producer.
     fn drain(&mut self, client: u32, now: Nanos) -> bool {
         let mut any = false;
+        self.stats.visits += 1;
         while let Some(mut pkt) = self.consumers[client as usize].read() {
             any = true;
             pkt.buffer = self.tags.insert(client, pkt.buffer);
@@ -187,6 +191,12 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
             if let Err(drop) = self.sched.enqueue(pkt, now) {
                 self.on_drop(drop.packet, drop.reason);
             }
+        }
+        let mailbox = &self.consumers[client as usize];
+        if !any {
+            self.stats.empty_visits += 1;
+        } else if mailbox.unreleased() == mailbox.capacity() {
+            self.stats.full_visits += 1;
         }
         any
     }

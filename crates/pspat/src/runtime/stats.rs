@@ -15,6 +15,11 @@ pub(super) struct Live {
     notified_wakeups: AtomicU64,
     commands: AtomicU64,
     link_idle_ns: AtomicU64,
+    busy_ns: AtomicU64,
+    empty_rounds: AtomicU64,
+    visits: AtomicU64,
+    empty_visits: AtomicU64,
+    full_visits: AtomicU64,
 }
 
 impl Live {
@@ -30,6 +35,11 @@ impl Live {
         put(&self.notified_wakeups, s.notified_wakeups);
         put(&self.commands, s.commands);
         put(&self.link_idle_ns, s.link_idle_ns);
+        put(&self.busy_ns, s.busy_ns);
+        put(&self.empty_rounds, s.empty_rounds);
+        put(&self.visits, s.visits);
+        put(&self.empty_visits, s.empty_visits);
+        put(&self.full_visits, s.full_visits);
     }
 
     /// The counters as last published.
@@ -45,6 +55,11 @@ impl Live {
             notified_wakeups: get(&self.notified_wakeups),
             commands: get(&self.commands),
             link_idle_ns: get(&self.link_idle_ns),
+            busy_ns: get(&self.busy_ns),
+            empty_rounds: get(&self.empty_rounds),
+            visits: get(&self.visits),
+            empty_visits: get(&self.empty_visits),
+            full_visits: get(&self.full_visits),
         }
     }
 }
@@ -71,4 +86,16 @@ pub struct LiveStats {
     /// Time the emulated link stood idle because the scheduler had nothing to
     /// send, in nanoseconds.
     pub link_idle_ns: u64,
+    /// Time spent inside rounds, in nanoseconds (the rest of the arbiter's time
+    /// it waited for the next round, spun idle or slept).
+    pub busy_ns: u64,
+    /// Rounds that moved no packet.
+    pub empty_rounds: u64,
+    /// Client mailboxes read (one visit per active client per round).
+    pub visits: u64,
+    /// Visits that found the mailbox empty.
+    pub empty_visits: u64,
+    /// Visits after which every slot of the mailbox was taken (read and not yet
+    /// released): its client could not send until the scheduler let packets go.
+    pub full_visits: u64,
 }
