@@ -13,7 +13,7 @@ use crate::link::Link;
 use crate::mailbox::Consumer;
 use crate::sleeper::Wake;
 use crate::sync::{fence, lock, spin_loop, Arc, Ordering};
-use crate::tags::Tags;
+use crate::tags::{Tags, NIL};
 use crate::transmit::Transmit;
 use eiffel_sched::{DropReason, Nanos, Packet, Scheduler};
 use std::time::Duration;
@@ -50,6 +50,31 @@ pub(super) struct ArbiterParts<S, X> {
     pub(super) link: Link,
     pub(super) round_interval: Duration,
     pub(super) idle_spin: Duration,
+    /// Decision aggregation: the most link time one scheduler entry may stand for.
+    pub(super) aggregate: Option<Duration>,
+}
+
+/// Packets read from a mailbox at a time.
+const READ_BATCH: usize = 64;
+
+/// A run of one client's packets of one flow being aggregated.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    /// The first member's tag: the scheduler entry's `buffer`.
+    head: u32,
+    /// The last member's tag.
+    tail: u32,
+    first: Packet,
+    bytes: u64,
+}
+
+/// Bytes that `window` of link time at `rate_bps` carries: the most one
+/// aggregate may hold (a packet longer than that is an aggregate of its own).
+fn aggregate_bytes(rate_bps: u64, window: Duration) -> u64 {
+    let bytes = u128::from(rate_bps) * window.as_nanos() / 8_000_000_000;
+    u64::try_from(bytes)
+        .unwrap_or(u64::MAX)
+        .min(u64::from(u32::MAX))
 }
 
 pub(super) struct Arbiter<S, X> {
@@ -74,6 +99,13 @@ pub(super) struct Arbiter<S, X> {
     idle_spin_ns: Nanos,
     round: u64,
     stats: LiveStats,
+    /// Scratch: packets read from a mailbox, `READ_BATCH` at most.
+    batch: Vec<Packet>,
+    /// The run being aggregated, while a mailbox is read.
+    open: Option<Run>,
+    aggregate_window: Duration,
+    /// Most bytes per aggregate (with aggregation).
+    aggregate_bytes: u64,
 }
 
 impl<S, X> Arbiter<S, X> {
@@ -90,13 +122,20 @@ impl<S, X> Arbiter<S, X> {
             books: vec![Book::default(); clients],
             active: Vec::with_capacity(clients),
             trim: Vec::with_capacity(clients),
-            tags: Tags::new(clients * parts.mailbox_slots),
+            tags: Tags::new(clients * parts.mailbox_slots, parts.aggregate.is_some()),
             link: parts.link,
             out: parts.out,
             round_ns: parts.round_interval.as_nanos() as Nanos,
             idle_spin_ns: parts.idle_spin.as_nanos() as Nanos,
             round: 0,
             stats: LiveStats::default(),
+            batch: Vec::with_capacity(READ_BATCH),
+            open: None,
+            aggregate_window: parts.aggregate.unwrap_or_default(),
+            aggregate_bytes: aggregate_bytes(
+                parts.link.rate_bps(),
+                parts.aggregate.unwrap_or_default(),
+            ),
         }
     }
 }
@@ -178,27 +217,87 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         }
     }
 
-    /// Reads every waiting packet of `client` into the scheduler. At most a
-    /// mailbox's worth: unreleased slots stop the producer.
+    /// Reads every waiting packet of `client` into the scheduler, a batch at a
+    /// time. At most a mailbox's worth: unreleased slots stop the producer.
     fn drain(&mut self, client: u32, now: Nanos) -> bool {
-        let mut any = false;
         self.stats.visits += 1;
-        while let Some(mut pkt) = self.consumers[client as usize].read() {
-            any = true;
-            pkt.buffer = self.tags.insert(client, pkt.buffer);
-            self.books[client as usize].report.received += 1;
-            self.stats.received += 1;
-            if let Err(drop) = self.sched.enqueue(pkt, now) {
-                self.on_drop(drop.packet, drop.reason);
+        let mut total = 0;
+        loop {
+            self.batch.clear();
+            let n = self.consumers[client as usize].read_many(&mut self.batch, READ_BATCH);
+            total += n;
+            if self.tags.aggregates() {
+                self.admit_runs(client, now);
+            } else {
+                self.admit_each(client, now);
+            }
+            if n < READ_BATCH {
+                break;
             }
         }
+        self.close_run(now);
+        self.books[client as usize].report.received += total as u64;
+        self.stats.received += total as u64;
         let mailbox = &self.consumers[client as usize];
-        if !any {
+        if total == 0 {
             self.stats.empty_visits += 1;
         } else if mailbox.unreleased() == mailbox.capacity() {
             self.stats.full_visits += 1;
         }
-        any
+        total > 0
+    }
+
+    /// One scheduler entry per packet of the batch.
+    fn admit_each(&mut self, client: u32, now: Nanos) {
+        for i in 0..self.batch.len() {
+            let mut pkt = self.batch[i];
+            pkt.buffer = self.tags.insert(client, pkt.buffer);
+            self.enqueue(pkt, now);
+        }
+    }
+
+    /// Decision aggregation (section 6.3.1): consecutive packets of one flow and
+    /// class join the open run until it holds `aggregate_bytes`; a run is one
+    /// scheduler entry, its first packet with the run's length.
+    fn admit_runs(&mut self, client: u32, now: Nanos) {
+        for i in 0..self.batch.len() {
+            let pkt = self.batch[i];
+            if let Some(run) = &mut self.open {
+                let bytes = run.bytes + u64::from(pkt.len);
+                if run.first.flow == pkt.flow
+                    && run.first.class == pkt.class
+                    && bytes <= self.aggregate_bytes
+                {
+                    run.tail = self.tags.insert_member(client, &pkt, run.tail);
+                    run.bytes = bytes;
+                    continue;
+                }
+                self.close_run(now);
+            }
+            let head = self.tags.insert_member(client, &pkt, NIL);
+            self.open = Some(Run {
+                head,
+                tail: head,
+                first: pkt,
+                bytes: u64::from(pkt.len),
+            });
+        }
+    }
+
+    /// Hands the open run, if any, to the scheduler.
+    fn close_run(&mut self, now: Nanos) {
+        if let Some(run) = self.open.take() {
+            let mut pkt = run.first;
+            pkt.len = u32::try_from(run.bytes).unwrap_or(u32::MAX);
+            pkt.buffer = run.head;
+            self.enqueue(pkt, now);
+        }
+    }
+
+    fn enqueue(&mut self, pkt: Packet, now: Nanos) {
+        if let Err(drop) = self.sched.enqueue(pkt, now) {
+            self.on_drop(drop.packet, drop.reason);
+        }
     }
 
     /// Runs the waiting [`Pspat::with_scheduler`] command, if any.
@@ -224,9 +323,10 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         if rate != self.link.rate_bps() {
             let changed = self.link.set_rate(rate);
             debug_assert!(changed, "Control::set_link_rate checked the range");
+            self.aggregate_bytes = aggregate_bytes(rate, self.aggregate_window);
         }
         debug_assert_eq!(
-            self.tags.live() as u64,
+            self.tags.heads() as u64,
             self.sched.backlog().packets,
             "a command lost packets taken out of the scheduler"
         );
@@ -235,21 +335,41 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         deliver();
     }
 
-    /// Accounts for a packet the scheduler dropped, frees its mailbox slot and
-    /// hands it to the drop hook.
-    fn on_drop(&mut self, mut pkt: Packet, reason: DropReason) {
-        let (client, buffer) = self.tags.remove(pkt.buffer);
-        pkt.buffer = buffer;
-        if let Some(hook) = &mut self.on_drop {
-            hook(pkt, reason);
+    /// The packets a scheduler entry stands for, with their own buffers, each
+    /// handed to `each` with its client; their tags are freed.
+    #[inline]
+    fn unchain(&mut self, entry: Packet, mut each: impl FnMut(&mut Self, u32, Packet)) {
+        let mut tag = entry.buffer;
+        let mut head = true;
+        while tag != NIL {
+            let mut pkt = if self.tags.aggregates() {
+                self.tags.packet(tag)
+            } else {
+                entry
+            };
+            let m = self.tags.remove(tag, head);
+            head = false;
+            pkt.buffer = m.buffer;
+            each(self, m.client, pkt);
+            tag = m.next;
         }
-        self.consumers[client as usize].release(1);
-        let report = &mut self.books[client as usize].report;
-        report.dropped.packets[reason.index()] += 1;
-        report.dropped.bytes[reason.index()] += u64::from(pkt.len);
-        self.stats.dropped += 1;
-        let drops = &self.shared.clients[client as usize].drops;
-        drops.store(drops.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
+    /// Accounts for an entry the scheduler dropped: frees the mailbox slot of
+    /// each of its packets and hands them to the drop hook.
+    fn on_drop(&mut self, entry: Packet, reason: DropReason) {
+        self.unchain(entry, |a, client, pkt| {
+            if let Some(hook) = &mut a.on_drop {
+                hook(pkt, reason);
+            }
+            a.consumers[client as usize].release(1);
+            let report = &mut a.books[client as usize].report;
+            report.dropped.packets[reason.index()] += 1;
+            report.dropped.bytes[reason.index()] += u64::from(pkt.len);
+            a.stats.dropped += 1;
+            let drops = &a.shared.clients[client as usize].drops;
+            drops.store(drops.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        });
     }
 
     /// Trims the active set to the newest client of each list (Fig. 5, line 9),
@@ -294,18 +414,21 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         }
         let mut any = false;
         while self.link.idle_before(now) {
-            let Some(mut pkt) = self.sched.dequeue(now) else {
+            let Some(entry) = self.sched.dequeue(now) else {
                 self.link.drained(now);
                 break;
             };
             any = true;
-            self.link.send(pkt.len, now);
-            let (client, buffer) = self.tags.remove(pkt.buffer);
-            pkt.buffer = buffer;
-            self.consumers[client as usize].release(1);
-            self.books[client as usize].report.delivered += 1;
+            self.link.send(entry.len, now);
             self.stats.decisions += 1;
-            if !self.out.push(pkt, &self.shared) {
+            let mut room = true;
+            self.unchain(entry, |a, client, pkt| {
+                a.consumers[client as usize].release(1);
+                a.books[client as usize].report.delivered += 1;
+                a.stats.released += 1;
+                room &= a.out.push(pkt, &a.shared);
+            });
+            if !room {
                 break;
             }
         }

@@ -6,6 +6,7 @@ use crate::clock::Clock;
 use crate::mailbox::{Producer, PushError};
 use crate::sync::{fence, lock, Arc, Ordering};
 use eiffel_sched::Packet;
+
 /// Why a send did not happen. Every variant hands the packet back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SendError {
@@ -55,10 +56,32 @@ pub struct Client {
 pub struct ClientStats {
     /// Packets accepted into the mailbox.
     pub sent: u64,
-    /// Sends refused because the mailbox was full.
+    /// Sends refused, or batches cut short, because the mailbox was full.
     pub full: u64,
     /// Scheduler drops reported to this handle.
     pub drops_reported: u64,
+}
+
+/// Why [`Client::send_batch`] sent nothing. The packets stay with the caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BatchError {
+    /// Since the previous send the scheduler dropped `dropped` earlier packets of
+    /// this client; nothing of this batch was sent.
+    #[error("{dropped} earlier packets dropped by the scheduler")]
+    PolicyDrops {
+        /// Packets dropped since the last report.
+        dropped: u64,
+    },
+    /// The runtime is shutting down.
+    #[error("runtime shutting down")]
+    Closed,
+}
+
+/// What [`Client::admit`] found before a push.
+enum Admit {
+    Open,
+    Drops(u64),
+    Closed,
 }
 
 impl Client {
@@ -70,20 +93,15 @@ impl Client {
     /// [`SendError::Closed`] during shutdown. Every error hands `pkt` back.
     #[inline]
     pub fn send(&mut self, pkt: Packet) -> Result<(), SendError> {
-        let shared = &*self.shared;
-        let ctrl = &shared.clients[self.index as usize];
-        let drops = ctrl.drops.load(Ordering::Relaxed);
-        if drops != self.drops_seen {
-            let dropped = drops - self.drops_seen;
-            self.drops_seen = drops;
-            self.stats.drops_reported += dropped;
-            return Err(SendError::PolicyDrops {
-                dropped,
-                packet: pkt,
-            });
-        }
-        if shared.state.load(Ordering::Relaxed) & CLOSED != 0 {
-            return Err(SendError::Closed(pkt));
+        match self.admit() {
+            Admit::Open => {}
+            Admit::Drops(dropped) => {
+                return Err(SendError::PolicyDrops {
+                    dropped,
+                    packet: pkt,
+                })
+            }
+            Admit::Closed => return Err(SendError::Closed(pkt)),
         }
         let producer = self
             .producer
@@ -94,6 +112,65 @@ impl Client {
             return Err(SendError::Full(p));
         }
         self.stats.sent += 1;
+        self.published();
+        Ok(())
+    }
+
+    /// Hands the longest prefix of `pkts` that fits in the mailbox to the runtime
+    /// and returns its length (0 when the mailbox is full, counted in
+    /// [`ClientStats::full`] when the whole batch did not fit). One handshake with
+    /// the arbiter per batch instead of per packet.
+    ///
+    /// # Errors
+    /// [`BatchError::PolicyDrops`] when earlier packets were dropped by the
+    /// scheduler since the last send, [`BatchError::Closed`] during shutdown; no
+    /// packet of the batch was sent.
+    #[inline]
+    pub fn send_batch(&mut self, pkts: &[Packet]) -> Result<usize, BatchError> {
+        match self.admit() {
+            Admit::Open => {}
+            Admit::Drops(dropped) => return Err(BatchError::PolicyDrops { dropped }),
+            Admit::Closed => return Err(BatchError::Closed),
+        }
+        let producer = self
+            .producer
+            .as_mut()
+            .expect("a live client owns its mailbox");
+        let n = producer.push_slice(pkts);
+        if n < pkts.len() {
+            self.stats.full += 1;
+        }
+        if n > 0 {
+            self.stats.sent += n as u64;
+            self.published();
+        }
+        Ok(n)
+    }
+
+    /// Drop reports and shutdown, checked before each push.
+    #[inline]
+    fn admit(&mut self) -> Admit {
+        let shared = &*self.shared;
+        let ctrl = &shared.clients[self.index as usize];
+        let drops = ctrl.drops.load(Ordering::Relaxed);
+        if drops != self.drops_seen {
+            let dropped = drops - self.drops_seen;
+            self.drops_seen = drops;
+            self.stats.drops_reported += dropped;
+            return Admit::Drops(dropped);
+        }
+        if shared.state.load(Ordering::Relaxed) & CLOSED != 0 {
+            return Admit::Closed;
+        }
+        Admit::Open
+    }
+
+    /// After a push: lists the client if it is not listed and wakes the arbiter if
+    /// it sleeps (see the module documentation).
+    #[inline]
+    fn published(&self) {
+        let shared = &*self.shared;
+        let ctrl = &shared.clients[self.index as usize];
         // Orders the push before the two loads below (see the module docs).
         fence(Ordering::SeqCst);
         if ctrl.listing.claim() {
@@ -102,7 +179,6 @@ impl Client {
         if shared.arbiter.is_sleeping() {
             shared.arbiter.wake();
         }
-        Ok(())
     }
 
     #[cold]

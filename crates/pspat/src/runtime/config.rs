@@ -39,6 +39,12 @@ pub struct Config {
     /// The arbiter thread's timer slack: how late the kernel may end its timed
     /// sleeps (until the next departure). Default 1 us; Linux's default is 50 us.
     pub timer_slack: Duration,
+    /// Decision aggregation (PSPAT section 6.3.1): consecutive packets of one flow
+    /// from one client, up to this much link time, are scheduled by one decision.
+    /// The scheduler sees the run as one packet of the run's length (with the
+    /// first packet's class, flow and ranks), so per-packet limits count runs.
+    /// `None` (the default): one decision per packet.
+    pub aggregate: Option<Duration>,
 }
 
 impl Default for Config {
@@ -56,6 +62,7 @@ impl Default for Config {
             dispatcher_cpus: Vec::new(),
             dispatcher_realtime: None,
             timer_slack: Duration::from_micros(1),
+            aggregate: None,
         }
     }
 }
@@ -76,6 +83,13 @@ impl Config {
             return bad(
                 "round_interval (ns)",
                 self.round_interval.as_nanos() as u64,
+                "0..=1s",
+            );
+        }
+        if self.aggregate.is_some_and(|a| a > Duration::from_secs(1)) {
+            return bad(
+                "aggregate (ns)",
+                self.aggregate.map_or(0, |a| a.as_nanos() as u64),
                 "0..=1s",
             );
         }

@@ -94,7 +94,7 @@ mod shared;
 mod start;
 mod stats;
 
-pub use client::{Client, ClientStats, SendError};
+pub use client::{BatchError, Client, ClientStats, SendError};
 pub use config::Config;
 pub use control::{Control, DropHook};
 pub use handle::Pspat;

@@ -17,8 +17,10 @@ pub(super) enum Output<X> {
     },
     Tx {
         tx: Vec<Producer<Packet>>,
-        /// A packet that did not fit in its TX mailbox, retried first next round.
-        pending: Vec<Option<Packet>>,
+        /// Per TX mailbox: packets that did not fit, in order, pushed first next
+        /// round. At most one scheduler entry's packets: release stops at the
+        /// first entry that does not fit.
+        pending: Vec<Vec<Packet>>,
         /// TX mailboxes pushed to this round.
         touched: Vec<bool>,
     },
@@ -33,16 +35,18 @@ impl<X: Transmit> Output<X> {
         }
     }
 
-    /// Dispatch through the producer halves of the TX mailboxes.
-    pub(super) fn tx(tx: Vec<Producer<Packet>>) -> Self {
+    /// Dispatch through the producer halves of the TX mailboxes; `entry` is the
+    /// most packets one scheduler entry stands for.
+    pub(super) fn tx(tx: Vec<Producer<Packet>>, entry: usize) -> Self {
         Output::Tx {
-            pending: vec![None; tx.len()],
+            pending: (0..tx.len()).map(|_| Vec::with_capacity(entry)).collect(),
             touched: vec![false; tx.len()],
             tx,
         }
     }
 
-    /// Sends one packet on; false if its TX mailbox is full (it waits as pending).
+    /// Sends one packet on; false if its TX mailbox is full (it waits as pending,
+    /// and so do later packets for the same mailbox).
     /// A packet goes to TX mailbox `flow mod dispatchers`, which keeps each flow's
     /// order.
     #[inline]
@@ -63,10 +67,14 @@ impl<X: Transmit> Output<X> {
             } => {
                 let i = pkt.flow as usize % tx.len();
                 touched[i] = true;
+                if !pending[i].is_empty() {
+                    pending[i].push(pkt);
+                    return false;
+                }
                 match tx[i].push(pkt) {
                     Ok(()) => true,
                     Err(PushError::Full(p)) => {
-                        pending[i] = Some(p);
+                        pending[i].push(p);
                         false
                     }
                 }
@@ -85,14 +93,12 @@ impl<X: Transmit> Output<X> {
             return true;
         };
         let mut clear = true;
-        for (i, slot) in pending.iter_mut().enumerate() {
-            if let Some(p) = *slot {
+        for (i, waiting) in pending.iter_mut().enumerate() {
+            if !waiting.is_empty() {
                 touched[i] = true;
-                if tx[i].push(p).is_ok() {
-                    *slot = None;
-                } else {
-                    clear = false;
-                }
+                let n = tx[i].push_slice(waiting);
+                waiting.drain(..n);
+                clear &= waiting.is_empty();
             }
         }
         clear
@@ -100,7 +106,7 @@ impl<X: Transmit> Output<X> {
 
     /// Whether a packet waits for room in a TX mailbox.
     pub(super) fn blocked(&self) -> bool {
-        matches!(self, Output::Tx { pending, .. } if pending.iter().any(Option::is_some))
+        matches!(self, Output::Tx { pending, .. } if pending.iter().any(|p| !p.is_empty()))
     }
 
     /// Hands the round's packets on: the inline batch to the sink, or a wake-up to

@@ -268,12 +268,13 @@ where
             consumers,
             out: match inline {
                 Some(sink) => Output::inline(sink),
-                None => Output::tx(tx),
+                None => Output::tx(tx, mailbox_slots + 1),
             },
             mailbox_slots,
             link: Link::new(cfg.link_rate_bps).expect("validated"),
             round_interval: cfg.round_interval,
             idle_spin: cfg.idle_spin,
+            aggregate: cfg.aggregate,
         });
         let place = ArbiterPlacement::of(&cfg);
         let arbiter_placement = Arc::clone(&placement);

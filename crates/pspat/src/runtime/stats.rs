@@ -9,6 +9,7 @@ pub(super) struct Live {
     rounds: AtomicU64,
     received: AtomicU64,
     decisions: AtomicU64,
+    released: AtomicU64,
     dropped: AtomicU64,
     sleeps: AtomicU64,
     timer_wakeups: AtomicU64,
@@ -29,6 +30,7 @@ impl Live {
         put(&self.rounds, s.rounds);
         put(&self.received, s.received);
         put(&self.decisions, s.decisions);
+        put(&self.released, s.released);
         put(&self.dropped, s.dropped);
         put(&self.sleeps, s.sleeps);
         put(&self.timer_wakeups, s.timer_wakeups);
@@ -49,6 +51,7 @@ impl Live {
             rounds: get(&self.rounds),
             received: get(&self.received),
             decisions: get(&self.decisions),
+            released: get(&self.released),
             dropped: get(&self.dropped),
             sleeps: get(&self.sleeps),
             timer_wakeups: get(&self.timer_wakeups),
@@ -71,8 +74,14 @@ pub struct LiveStats {
     pub rounds: u64,
     /// Packets read from client mailboxes into the scheduler.
     pub received: u64,
-    /// Scheduling decisions: packets the scheduler released to the link.
+    /// Scheduling decisions: entries the scheduler released to the link. An entry
+    /// is one packet, or with decision aggregation ([`Config::aggregate`]) a run of
+    /// one flow's packets.
+    ///
+    /// [`Config::aggregate`]: super::Config::aggregate
     pub decisions: u64,
+    /// Packets released to the link (equal to `decisions` without aggregation).
+    pub released: u64,
     /// Packets dropped by the scheduler.
     pub dropped: u64,
     /// Times the arbiter went to sleep (announced it; see the two wake-up counts).
