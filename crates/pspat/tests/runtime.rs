@@ -2,7 +2,8 @@
 //! idle sleep, shutdown accounting, and a many-thread stress test.
 
 use eiffel_pspat::{
-    Client, Config, CountingSink, Dispatch, Error, Pspat, SendError, ShutdownMode, Transmit,
+    Aggregation, Client, Config, CountingSink, Dispatch, Error, Pspat, SendError, ShutdownMode,
+    Transmit,
 };
 use eiffel_sched::{DropReason, Fifo, Nanos, Packet};
 use std::collections::HashMap;
@@ -575,7 +576,10 @@ fn aggregated_decisions_deliver_every_packet_in_order() {
     ] {
         let cfg = Config {
             // 1 us at 100 Gbit/s: runs of up to 125 packets of 100 bytes.
-            aggregate: Some(Duration::from_micros(1)),
+            aggregate: Some(Aggregation {
+                window: Duration::from_micros(1),
+                max_bytes: 1 << 16,
+            }),
             tx_capacity: 4,
             ..small_config()
         };
@@ -622,7 +626,10 @@ fn a_dropped_aggregate_reaches_the_hook_packet_by_packet() {
     let cfg = Config {
         // 1 Mbit/s: 1500 bytes take 12 ms; runs of up to 10 such packets.
         link_rate_bps: 1_000_000,
-        aggregate: Some(Duration::from_millis(120)),
+        aggregate: Some(Aggregation {
+            window: Duration::from_millis(120),
+            max_bytes: 1 << 16,
+        }),
         ..small_config()
     };
     let rt = Pspat::start_with_drop_hook(
@@ -646,7 +653,9 @@ fn a_dropped_aggregate_reaches_the_hook_packet_by_packet() {
     assert_eq!(t.delivered + t.dropped.total(), 20);
     let seen = seen.lock().unwrap();
     assert_eq!(seen.len() as u64, t.dropped.total());
-    assert!(seen.iter().all(|&(b, len, _)| (1000..1020).contains(&b) && len == 1500));
+    assert!(seen
+        .iter()
+        .all(|&(b, len, _)| (1000..1020).contains(&b) && len == 1500));
     let mut buffers: Vec<u32> = seen.iter().map(|s| s.0).collect();
     buffers.dedup();
     assert_eq!(buffers.len(), seen.len(), "a packet dropped twice");

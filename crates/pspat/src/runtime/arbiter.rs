@@ -2,6 +2,7 @@
 //! idle sleep (section 3.5) and the final drain at shutdown. See the
 //! [module documentation](super) for the protocol.
 
+use super::config::Aggregation;
 use super::control::{CommandGuard, CommandSlot, Control, DropHook};
 use super::output::Output;
 use super::report::ClientReport;
@@ -50,12 +51,21 @@ pub(super) struct ArbiterParts<S, X> {
     pub(super) link: Link,
     pub(super) round_interval: Duration,
     pub(super) idle_spin: Duration,
-    /// Decision aggregation: the most link time one scheduler entry may stand for.
-    pub(super) aggregate: Option<Duration>,
+    /// Decision aggregation.
+    pub(super) aggregate: Option<Aggregation>,
 }
 
 /// Packets read from a mailbox at a time.
 const READ_BATCH: usize = 64;
+
+/// Most packets read from one mailbox per round. A round that read a whole
+/// mailbox would free its slots only after scheduling all of it, so the client
+/// would wait for the arbiter and the arbiter for the client in turn; a bounded
+/// visit releases slots while the client still has room to write, and the two
+/// overlap. It also bounds the time one client holds the arbiter.
+/// NB: 64 against a whole 254-packet mailbox: +20-25% packets per second with
+/// aggregation, the same without, on two cores of a shared virtual machine.
+const VISIT_MAX: usize = READ_BATCH;
 
 /// A run of one client's packets of one flow being aggregated.
 #[derive(Clone, Copy, Debug)]
@@ -66,15 +76,6 @@ struct Run {
     tail: u32,
     first: Packet,
     bytes: u64,
-}
-
-/// Bytes that `window` of link time at `rate_bps` carries: the most one
-/// aggregate may hold (a packet longer than that is an aggregate of its own).
-fn aggregate_bytes(rate_bps: u64, window: Duration) -> u64 {
-    let bytes = u128::from(rate_bps) * window.as_nanos() / 8_000_000_000;
-    u64::try_from(bytes)
-        .unwrap_or(u64::MAX)
-        .min(u64::from(u32::MAX))
 }
 
 pub(super) struct Arbiter<S, X> {
@@ -103,8 +104,8 @@ pub(super) struct Arbiter<S, X> {
     batch: Vec<Packet>,
     /// The run being aggregated, while a mailbox is read.
     open: Option<Run>,
-    aggregate_window: Duration,
-    /// Most bytes per aggregate (with aggregation).
+    aggregate: Option<Aggregation>,
+    /// Most bytes per run (with aggregation) at the current link rate.
     aggregate_bytes: u64,
 }
 
@@ -131,11 +132,10 @@ impl<S, X> Arbiter<S, X> {
             stats: LiveStats::default(),
             batch: Vec::with_capacity(READ_BATCH),
             open: None,
-            aggregate_window: parts.aggregate.unwrap_or_default(),
-            aggregate_bytes: aggregate_bytes(
-                parts.link.rate_bps(),
-                parts.aggregate.unwrap_or_default(),
-            ),
+            aggregate: parts.aggregate,
+            aggregate_bytes: parts
+                .aggregate
+                .map_or(0, |a| a.bytes_at(parts.link.rate_bps())),
         }
     }
 }
@@ -217,8 +217,8 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         }
     }
 
-    /// Reads every waiting packet of `client` into the scheduler, a batch at a
-    /// time. At most a mailbox's worth: unreleased slots stop the producer.
+    /// Reads the waiting packets of `client` into the scheduler, a batch at a
+    /// time, at most [`VISIT_MAX`].
     fn drain(&mut self, client: u32, now: Nanos) -> bool {
         self.stats.visits += 1;
         let mut total = 0;
@@ -231,7 +231,7 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
             } else {
                 self.admit_each(client, now);
             }
-            if n < READ_BATCH {
+            if n < READ_BATCH || total >= VISIT_MAX {
                 break;
             }
         }
@@ -323,7 +323,7 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         if rate != self.link.rate_bps() {
             let changed = self.link.set_rate(rate);
             debug_assert!(changed, "Control::set_link_rate checked the range");
-            self.aggregate_bytes = aggregate_bytes(rate, self.aggregate_window);
+            self.aggregate_bytes = self.aggregate.map_or(0, |a| a.bytes_at(rate));
         }
         debug_assert_eq!(
             self.tags.heads() as u64,
@@ -482,7 +482,7 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         }
         let now = self.shared.clock.now();
         for client in 0..self.consumers.len() as u32 {
-            self.drain(client, now);
+            while self.drain(client, now) {}
         }
         match mode {
             ShutdownMode::Discard => self.discard_all(now),

@@ -39,12 +39,34 @@ pub struct Config {
     /// The arbiter thread's timer slack: how late the kernel may end its timed
     /// sleeps (until the next departure). Default 1 us; Linux's default is 50 us.
     pub timer_slack: Duration,
-    /// Decision aggregation (PSPAT section 6.3.1): consecutive packets of one flow
-    /// from one client, up to this much link time, are scheduled by one decision.
-    /// The scheduler sees the run as one packet of the run's length (with the
-    /// first packet's class, flow and ranks), so per-packet limits count runs.
-    /// `None` (the default): one decision per packet.
-    pub aggregate: Option<Duration>,
+    /// Decision aggregation (PSPAT section 6.3.1); `None` (the default): one
+    /// decision per packet.
+    pub aggregate: Option<Aggregation>,
+}
+
+/// Decision aggregation (PSPAT section 6.3.1): consecutive packets of one flow
+/// and class read from one client's mailbox are scheduled by one decision, up to
+/// `window` of link time and `max_bytes`. The scheduler sees the run as one packet
+/// of the run's length, with the first packet's class, flow and ranks: its
+/// maximum packet size must admit `max_bytes`, and its per-packet limits count
+/// runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Aggregation {
+    /// Most link time one decision stands for (the paper suggests 500 to 1000 ns).
+    pub window: Duration,
+    /// Most bytes one decision stands for; a single longer packet is a run alone.
+    pub max_bytes: u32,
+}
+
+impl Aggregation {
+    /// Bytes one run may hold on a link of `rate_bps`: what `window` carries,
+    /// capped at `max_bytes`.
+    pub(super) fn bytes_at(self, rate_bps: u64) -> u64 {
+        let bytes = u128::from(rate_bps) * self.window.as_nanos() / 8_000_000_000;
+        u64::try_from(bytes)
+            .unwrap_or(u64::MAX)
+            .min(u64::from(self.max_bytes))
+    }
 }
 
 impl Default for Config {
@@ -86,12 +108,14 @@ impl Config {
                 "0..=1s",
             );
         }
-        if self.aggregate.is_some_and(|a| a > Duration::from_secs(1)) {
-            return bad(
-                "aggregate (ns)",
-                self.aggregate.map_or(0, |a| a.as_nanos() as u64),
-                "0..=1s",
-            );
+        if let Some(a) = self.aggregate {
+            if a.window > Duration::from_secs(1) {
+                return bad(
+                    "aggregate.window (ns)",
+                    a.window.as_nanos() as u64,
+                    "0..=1s",
+                );
+            }
         }
         if self.max_clients == 0 || self.max_clients > 1 << 16 {
             return bad("max_clients", self.max_clients as u64, "1..=65536");

@@ -95,7 +95,7 @@ mod start;
 mod stats;
 
 pub use client::{BatchError, Client, ClientStats, SendError};
-pub use config::Config;
+pub use config::{Aggregation, Config};
 pub use control::{Control, DropHook};
 pub use handle::Pspat;
 pub use report::{ClientReport, Report};
