@@ -884,7 +884,9 @@ mod loom_tests {
             let mut got = Vec::with_capacity(4);
             while got.len() < 4 {
                 let before = got.len();
-                let n = rx.read_many(&mut got, 4);
+                // Two at a time: the capacity, so a run of two marked slots takes
+                // the unchecked path.
+                let n = rx.read_many(&mut got, 2);
                 if n == 0 {
                     thread::yield_now();
                 }
