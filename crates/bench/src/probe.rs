@@ -21,7 +21,7 @@ struct Line(AtomicU64);
 const PER_SAMPLE: u64 = 64;
 
 /// Median cross-CPU round trip between `a` and `b` in nanoseconds over `samples`
-/// samples of [`PER_SAMPLE`] round trips each; `None` if either CPU cannot be
+/// samples of 64 round trips each; `None` if either CPU cannot be
 /// pinned to.
 #[must_use]
 pub fn round_trip_ns(a: usize, b: usize, samples: usize) -> Option<f64> {
