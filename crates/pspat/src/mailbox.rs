@@ -18,9 +18,10 @@
 //!   consumer reads slot `head` when its mark is `head + 1` (acquire). A mark left
 //!   from an earlier lap differs, so a slot needs no emptying;
 //! - slots are grouped in *lines* (a cache-line pair, see Constants). The consumer
-//!   publishes how far it has released, rounded down to a whole line, in
-//!   `cleared` (release); the producer keeps a copy and reloads it (acquire) only
-//!   when the copy says the next line is not free. A line is free when entering it
+//!   publishes how far it has released, rounded down to a *step* of whole lines
+//!   (a quarter of the capacity, at most 32 slots), in `cleared` (release); the
+//!   producer keeps a copy and reloads it (acquire) only when the copy says the
+//!   next line is not free. A line is free when entering it
 //!   leaves one whole line between the producer and the released part: the gap
 //!   keeps the producer off the lines the consumer is still reading when the ring
 //!   is nearly full;
@@ -51,7 +52,9 @@
 //! # Costs
 //! `push`: one slot write, plus a comparison with the copy of `cleared` every `k`
 //! pushes and a reload of it when the ring looks full. `read`: one slot read.
-//! `release`: one store every `k` released slots, to the consumer's own line.
+//! `release`: one store per step of released slots, to the consumer's own line
+//! (which a producer waiting on a full ring keeps reading: publishing every line
+//! would pay a cross-core round trip every line).
 //! Capacity is `(n - 1) * k`: the one-line gap is never filled.
 //!
 //! # Constants
@@ -202,6 +205,9 @@ struct Ring<T> {
     mask: usize,
     /// Slots per line; a power of two dividing `slots.len`, at most half of it.
     line: usize,
+    /// Released slots gathered per publication in `cleared`: a power of two,
+    /// a multiple of `line`, at most the capacity.
+    step: usize,
 }
 
 // SAFETY: the ring hands each value from exactly one producer thread to exactly one
@@ -253,7 +259,9 @@ pub fn slots_per_line<T>() -> usize {
 /// Creates a mailbox that holds at least `min_capacity` values.
 ///
 /// The ring is rounded up to a power of two of slots, with at least two lines; the
-/// actual capacity is [`Producer::capacity`].
+/// actual capacity is [`Producer::capacity`]. Released slots become free for the
+/// producer a step at a time: a quarter of the capacity rounded down to a power of
+/// two, at least a line and at most 32 slots (or a line, if larger).
 ///
 /// # Errors
 /// [`CapacityError`] if `min_capacity` is zero or needs more than 2^24 slots.
@@ -280,8 +288,26 @@ pub fn mailbox<T: Copy + Send>(
         });
     }
     let slots = (min_capacity + line).next_power_of_two().max(2 * line);
-    Ok(with_geometry(slots / line, line))
+    Ok(with_step(
+        slots / line,
+        line,
+        publish_step(slots - line, line),
+    ))
 }
+
+/// How many released slots the consumer gathers before it publishes them: a
+/// quarter of the capacity rounded down to a power of two, between one line and
+/// [`MAX_STEP`] slots. Each publication is a store the producer, polling while the
+/// ring is full, takes back across the cores, so publishing every line would cost
+/// the consumer a cache-line round trip every line.
+fn publish_step(capacity: usize, line: usize) -> usize {
+    let quarter = (capacity / 4).max(1);
+    let pow = 1usize << quarter.ilog2();
+    pow.clamp(line, MAX_STEP.max(line))
+}
+
+/// Most slots released between two publications.
+const MAX_STEP: usize = 32;
 
 /// A mailbox of exactly `lines` lines of `line` slots (both powers of two,
 /// `lines >= 2`). Tests use it to exercise line boundaries with few slots.
@@ -289,13 +315,21 @@ pub(crate) fn with_geometry<T: Copy + Send>(
     lines: usize,
     line: usize,
 ) -> (Producer<T>, Consumer<T>) {
+    with_step(lines, line, line)
+}
+
+/// As [`with_geometry`], publishing releases every `step` slots (a power of two,
+/// a multiple of `line`, at most the capacity).
+fn with_step<T: Copy + Send>(lines: usize, line: usize, step: usize) -> (Producer<T>, Consumer<T>) {
     assert!(lines >= 2 && lines.is_power_of_two() && line.is_power_of_two());
+    assert!(step.is_power_of_two() && step >= line && step <= (lines - 1) * line);
     let len = lines * line;
     let ring = Arc::new(Ring {
         slots: Slots::new(len),
         cleared: CachePadded::new(AtomicUsize::new(0)),
         mask: len - 1,
         line,
+        step,
     });
     let producer = Producer {
         inner: CachePadded::new(ProducerInner {
@@ -536,7 +570,7 @@ impl<T: Copy + Send> Consumer<T> {
     }
 
     /// Gives back the `count` oldest read slots. The producer learns of them a
-    /// whole line at a time, when the line is entirely released.
+    /// step of whole lines at a time (see [`mailbox`]).
     ///
     /// # Panics
     /// If `count` exceeds [`Consumer::unreleased`]: releasing a slot that was not
@@ -550,7 +584,7 @@ impl<T: Copy + Send> Consumer<T> {
             c.head.wrapping_sub(c.released)
         );
         c.released = c.released.wrapping_add(count);
-        let boundary = c.released & !(c.ring.line - 1);
+        let boundary = c.released & !(c.ring.step - 1);
         if boundary != c.cleared {
             c.cleared = boundary;
             c.ring.cleared.store(boundary, Ordering::Release);
@@ -621,6 +655,28 @@ mod tests {
         assert_eq!(slots_per_line::<[u8; 200]>(), 1);
         assert_eq!(stride_of::<eiffel_sched::Packet>(), 64);
         assert_eq!(stride_of::<[u8; 200]>(), 256);
+    }
+
+    #[test]
+    fn releases_are_published_a_step_at_a_time() {
+        assert_eq!(publish_step(254, 2), 32);
+        assert_eq!(publish_step(6, 2), 2);
+        assert_eq!(publish_step(14, 2), 2);
+        assert_eq!(publish_step(30, 2), 4);
+        assert_eq!(publish_step(1016, 8), 32);
+        assert_eq!(publish_step(1, 1), 1);
+        assert_eq!(publish_step(200, 64), 64);
+        // A 30-value ring of packets: published every 4 released slots.
+        let (mut tx, mut rx) = mailbox::<eiffel_sched::Packet>(30).unwrap();
+        let cap = tx.capacity();
+        assert_eq!(cap, 30);
+        let p = eiffel_sched::Packet::new(0, 60);
+        assert_eq!(tx.push_slice(&vec![p; cap]), cap);
+        assert_eq!(rx.read_many(&mut Vec::with_capacity(cap), cap), cap);
+        rx.release(3);
+        assert!(tx.push(p).is_err(), "3 released, step 4: nothing published");
+        rx.release(1);
+        assert!(tx.push(p).is_ok());
     }
 
     #[test]
