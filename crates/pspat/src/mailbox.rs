@@ -310,7 +310,9 @@ fn publish_step(capacity: usize, line: usize) -> usize {
 const MAX_STEP: usize = 32;
 
 /// A mailbox of exactly `lines` lines of `line` slots (both powers of two,
-/// `lines >= 2`). Tests use it to exercise line boundaries with few slots.
+/// `lines >= 2`), publishing every line. Tests use it to exercise line boundaries
+/// with few slots.
+#[cfg(test)]
 pub(crate) fn with_geometry<T: Copy + Send>(
     lines: usize,
     line: usize,
