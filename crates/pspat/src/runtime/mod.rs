@@ -19,8 +19,13 @@
 //! # Rounds and rate-limited reads
 //! The arbiter starts a round at most every `round_interval` (Delta_A, default 1 us),
 //! so each mailbox is read at most once per interval (section 4.1): a client filling
-//! a line is not disturbed by the arbiter re-reading it. All packets that arrived
-//! before a round's `now` are in the scheduler before it decides (section 6.5).
+//! a line is not disturbed by the arbiter re-reading it. A round reads up to 64
+//! packets from each active mailbox, as one batch, before it decides (section 6.5:
+//! requests are collected before decisions); a client with more waiting gets the
+//! rest in the next rounds, and while it stays backlogged the scheduler holds its
+//! packets from earlier rounds, so every backlogged client competes in each
+//! decision. With decision aggregation ([`Config::aggregate`]) a run of one flow's
+//! packets read in one visit becomes one scheduler entry.
 //!
 //! # Backpressure
 //! A client mailbox slot stays occupied until the scheduler releases (or drops) the
