@@ -4,8 +4,8 @@
 //! values to a consumer on the other, one at a time and in batches, for a
 //! pointer-sized value (what the paper's mailboxes carry) and for a packet
 //! descriptor (what the PSPAT runtime carries). Each figure is the median of
-//! several runs with its spread; the cross-CPU round trip measured before the
-//! runs tells which machine they ran on (see [`crate::probe`]).
+//! several runs with its spread, next to the cross-CPU round trip measured before
+//! the runs (see [`crate::probe`]).
 //!
 //! The transfer functions are public: the criterion bench `benches/mailbox.rs`
 //! measures the same code.

@@ -3,11 +3,13 @@
 //! Two threads pinned to two CPUs bounce one cache line: each waits for the other's
 //! store, then stores. One round trip moves the line there and back, the cost that
 //! every mailbox handoff between the two CPUs pays at least once per line. On a
-//! virtual machine the host decides where the two virtual CPUs run: on the two
-//! hyperthreads of one core (a round trip of a few tens of nanoseconds, the line
-//! stays in a shared L1/L2) or on two cores (a hundred nanoseconds and more), and
-//! it may move them while a benchmark runs. Measuring the round trip right before
-//! and after each point tells which machine the point ran on.
+//! virtual machine the host decides where the virtual CPUs run and what else runs
+//! beside them, so the figure is measured before each point and printed with it:
+//! a point whose round trip differs from the others ran on a different machine.
+//! Samples of 64 round trips are timed with the monotonic clock and the median
+//! sample is reported, so a preemption in one sample does not move it.
+//! (Timing single round trips with an unserialized `rdtsc` reads about a fifth of
+//! the true figure on this machine: the counter is read out of order.)
 
 use eiffel_pspat::affinity::pin_current_thread;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -3,11 +3,11 @@
 //! limit (500 Gbit/s); PSPAT per packet, PSPAT with decision aggregation, and the
 //! locked baseline, each repeated and summarised by median and spread.
 //!
-//! The repetitions of the three architectures are interleaved, so a change of the
-//! machine during a point (the host moving the two virtual CPUs, another process)
-//! shows as spread in all of them rather than as a difference between them. The
-//! cross-CPU round trip is measured before each repetition and reported with the
-//! point: it tells on which machine the point ran (see [`crate::probe`]).
+//! The repetitions of the architectures are interleaved, so a change of the
+//! machine during a point (another process, the host) shows as spread in all of
+//! them rather than as a difference between them. The cross-CPU round trip is
+//! measured before each repetition and reported with the point (see
+//! [`crate::probe`]).
 
 use super::{
     locked_greedy, pin, pspat_config, pspat_greedy, warn_placement, BenchSched, Placement,
