@@ -7,12 +7,15 @@ use clap::{Args, Subcommand};
 
 pub mod clock;
 mod cq;
+pub mod mailbox;
 mod policy;
+pub mod probe;
 mod pspat;
 pub mod queues;
 pub mod report;
 pub mod sched;
 mod shape;
+pub mod summary;
 
 /// Options every benchmark accepts.
 #[derive(Debug, Clone, Args)]
@@ -43,6 +46,10 @@ pub enum BenchCommand {
     /// PSPAT (section 6): decisions/s against client threads, rate stability under
     /// overload and victim latency, PSPAT against the same scheduler behind one lock.
     Pspat(pspat::PspatOpts),
+    /// Single-producer single-consumer transfer: PSPAT's FastForward mailbox
+    /// against rtrb, ringbuf and crossbeam's ArrayQueue, Mpps and ns per transfer,
+    /// one by one and in batches.
+    Mailbox(mailbox::MailboxOpts),
     /// Policy trees: the most flows one core schedules at 10 Gbit/s with pFabric
     /// and hClock on bucketed queues vs binary heaps, and the cost of pacing 20,000
     /// flows with one timing-wheel shaper vs a comparison heap (Eiffel section 5.1).
@@ -63,6 +70,7 @@ pub fn run(cmd: BenchCommand) -> Result<(), BenchError> {
         BenchCommand::Sched(opts) => sched::run(&opts),
         BenchCommand::Cq(opts) => cq::run(&opts),
         BenchCommand::Pspat(opts) => pspat::run(opts),
+        BenchCommand::Mailbox(opts) => mailbox::run(&opts),
         BenchCommand::Policy(opts) => policy::run(&opts),
         BenchCommand::Shape(opts) => shape::run(&opts),
     }

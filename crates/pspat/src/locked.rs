@@ -147,6 +147,26 @@ impl<S: Scheduler, X: Transmit> Locked<S, X> {
         result
     }
 
+    /// Enqueues every packet of `pkts` and runs the link, under one acquisition of
+    /// the lock (a sender that batches, as PSPAT clients may with
+    /// [`Client::send_batch`](crate::Client::send_batch)). Returns how many packets
+    /// the scheduler refused or evicted (counted in [`LockedStats::dropped`]).
+    pub fn send_batch(&self, pkts: &[Packet]) -> usize {
+        let mut guard = lock(&self.inner);
+        let now = self.clock.now();
+        let inner = &mut *guard;
+        inner.stats.received += pkts.len() as u64;
+        let mut dropped = 0;
+        for &pkt in pkts {
+            if let Err(d) = inner.sched.enqueue(pkt, now) {
+                inner.count_drop(d.reason, d.packet.len);
+                dropped += 1;
+            }
+        }
+        inner.run(now);
+        dropped
+    }
+
     /// Runs the link at the current time without sending (what a timer would do).
     pub fn poll(&self) {
         let mut guard = lock(&self.inner);
@@ -223,8 +243,10 @@ mod tests {
                 refused += 1;
             }
         }
+        assert_eq!(locked.send_batch(&[Packet::new(0, 1500); 3]), 3);
+        refused += 3;
         let s = locked.stats();
-        assert_eq!(s.received, 5);
+        assert_eq!(s.received, 8);
         assert_eq!(s.dropped.get(DropReason::QueueFull), refused);
         let report = locked.shutdown(ShutdownMode::Discard);
         let st = report.stats;

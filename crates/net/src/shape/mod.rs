@@ -845,7 +845,7 @@ impl Bump {
         let deadline = Instant::now() + drain;
         loop {
             let s = rt.stats();
-            let held = s.received.saturating_sub(s.decisions + s.dropped);
+            let held = s.received.saturating_sub(s.released + s.dropped);
             let unread = side
                 .ingress_counters
                 .ingress()
