@@ -2,9 +2,15 @@
 //! the crate uses with bindgen, and compiles the C shim over DPDK's inline
 //! functions.
 
+#[cfg(feature = "dpdk")]
 use std::env;
+#[cfg(feature = "dpdk")]
 use std::path::PathBuf;
 
+#[cfg(not(feature = "dpdk"))]
+fn main() {}
+
+#[cfg(feature = "dpdk")]
 fn main() {
     println!("cargo:rerun-if-changed=csrc/shim.h");
     println!("cargo:rerun-if-changed=csrc/shim.c");

@@ -6,6 +6,7 @@
 use clap::{Args, Subcommand};
 
 mod cq;
+pub mod hqos;
 mod policy;
 mod pspat;
 mod queues;
@@ -48,6 +49,11 @@ pub enum BenchCommand {
     /// with a policy, against a kernel bridge with HTB on the same veth topology
     /// (needs root).
     Shape(CommonOpts),
+    /// Hierarchical QoS: Mpps of Eiffel's policy tree against DPDK's rte_sched on
+    /// the same port/subport/pipe/traffic-class/queue hierarchy at 1K, 4K and 64K
+    /// queues, and the same throughput shares under overload (rte_sched with the
+    /// `dpdk` feature).
+    Hqos(hqos::HqosOpts),
 }
 
 /// An error a benchmark reports instead of results.
@@ -62,5 +68,6 @@ pub fn run(cmd: BenchCommand) -> Result<(), BenchError> {
         BenchCommand::Pspat(opts) => pspat::run(opts),
         BenchCommand::Policy(opts) => policy::run(&opts),
         BenchCommand::Shape(opts) => shape::run(&opts),
+        BenchCommand::Hqos(opts) => hqos::run(&opts),
     }
 }

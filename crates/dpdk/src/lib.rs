@@ -12,8 +12,12 @@
 //! - [`SchedPort`]: one `rte_sched` port configured from a [`PortConfig`]
 //!   (subports, pipes, pipe profiles, 13 traffic classes per pipe, the
 //!   best-effort class's 4 WRR queues), with enqueue, dequeue and statistics.
+//!
+//! Everything is behind the `dpdk` feature: without it the crate is empty, so a
+//! workspace build needs no DPDK, libclang or pkg-config.
 
 #![allow(unsafe_code)] // an FFI crate: every call into DPDK is unsafe
+#![cfg(feature = "dpdk")]
 
 mod eal;
 mod error;

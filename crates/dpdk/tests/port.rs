@@ -1,6 +1,7 @@
 //! rte_sched through the safe layer: EAL starts as a plain process, a port takes
 //! and returns mbufs, accounts for them, frees what it holds, and strict
 //! priority holds between traffic classes.
+#![cfg(feature = "dpdk")]
 
 use eiffel_dpdk::{
     eal, Burst, Mempool, PipeProfile, PortConfig, QueuePath, SchedPort, SubportProfile, BE_TC,
