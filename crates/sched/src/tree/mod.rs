@@ -168,6 +168,9 @@ pub struct PolicyTree {
     slack: Nanos,
     /// Whether some node's discipline may refuse packets (`cq-policer`).
     policed: bool,
+    /// Per node: it and every ancestor ignore arrivals behind a queued unit's
+    /// head, so an arrival into an already-queued child changes nothing above.
+    quiet: Vec<bool>,
     counters: Counters,
     backlog: Backlog,
 }
@@ -369,10 +372,11 @@ impl PolicyTree {
             .nodes
             .iter()
             .any(|ns| !ns.discipline.is_work_conserving());
-        let tree = PolicyTree {
+        let mut tree = PolicyTree {
             pool: PacketPool::with_capacity(spec.capacity as usize),
             slack,
             policed,
+            quiet: Vec::new(),
             shaper,
             nodes,
             plans,
@@ -388,7 +392,25 @@ impl PolicyTree {
                 tree.spec.nodes[i].name
             )));
         }
+        tree.quiet = tree.quiet_nodes();
         Ok(tree)
+    }
+
+    /// Which nodes are quiet: they and all their ancestors ignore arrivals.
+    fn quiet_nodes(&self) -> Vec<bool> {
+        (0..self.nodes.len())
+            .map(|i| {
+                let mut cur = i as u32;
+                while cur != NONE {
+                    let ignores = self.sched_of(cur).is_none_or(NodeSched::ignores_arrivals);
+                    if !ignores {
+                        return false;
+                    }
+                    cur = self.nodes[cur as usize].parent;
+                }
+                true
+            })
+            .collect()
     }
 
     /// The specification the tree was built from.
@@ -508,6 +530,7 @@ impl PolicyTree {
         match sched {
             NodeSched::Ranked(r) => {
                 r.txn = Builtin::Custom(txn);
+                self.quiet = self.quiet_nodes();
                 Ok(())
             }
             NodeSched::Hclock(_) | NodeSched::Core(..) | NodeSched::Calendar(_) => Err(
@@ -633,6 +656,10 @@ impl PolicyTree {
             }
             let slot = self.nodes[cur as usize].slot;
             if self.nodes[cur as usize].active {
+                if self.quiet[parent as usize] {
+                    // Nothing above reorders on an arrival behind a queued head.
+                    return;
+                }
                 let head = self.head_of(cur, now).expect("an active node has a head");
                 self.sched_mut(parent).on_enqueue(slot, trigger, &head, now);
             } else {

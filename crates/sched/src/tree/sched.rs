@@ -232,6 +232,21 @@ impl NodeSched {
         }
     }
 
+    /// Whether a packet entering the subtree of a queued unit never changes this
+    /// node's order (`on_enqueue` does nothing): fair-queueing cores, hClock,
+    /// `wfq`, and `strict` over children (ranked by their configured priority).
+    pub(crate) fn ignores_arrivals(&self) -> bool {
+        match self {
+            NodeSched::Core(..) | NodeSched::Hclock(_) => true,
+            NodeSched::Ranked(r) => match r.txn {
+                Builtin::Wfq { .. } => true,
+                Builtin::Strict => !r.is_flow,
+                _ => false,
+            },
+            NodeSched::Calendar(_) => false,
+        }
+    }
+
     #[inline]
     pub(crate) fn activate(&mut self, u: u32, head: &Packet, now: Nanos) {
         match self {
