@@ -83,6 +83,21 @@ pub struct HqosOpts {
     /// Timed repetitions per size (the median is reported).
     #[arg(long, default_value_t = 5)]
     reps: usize,
+    /// Sizes to measure, in queues (1024, 4096 or 65536; default all three).
+    #[arg(long, value_delimiter = ',')]
+    queues: Vec<usize>,
+    /// Measure one scheduler only, without the share check (for profiling).
+    #[arg(long, value_enum)]
+    only: Option<Arch>,
+}
+
+/// A scheduler of the comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Arch {
+    /// Eiffel's policy tree.
+    Eiffel,
+    /// DPDK's rte_sched.
+    RteSched,
 }
 
 /// Timings of one scheduler at one size.
@@ -256,17 +271,36 @@ pub fn run(opts: &HqosOpts) -> Result<(), BenchError> {
     let packets: u64 = if quick { 300_000 } else { 3_000_000 };
     let reps = opts.reps.max(1);
     let mut records = Vec::new();
-    for pipes in [16u32, 64, 1024] {
+    let sizes = [16u32, 64, 1024].into_iter().filter(|&p| {
+        opts.queues.is_empty() || opts.queues.contains(&Hierarchy::queues(SUBPORTS, p))
+    });
+    for pipes in sizes {
         let backlog = Hierarchy::queues(SUBPORTS, pipes);
-        let d = rte_sched_throughput(&lifted, pipes, backlog, packets, reps)?;
-        let e = eiffel::throughput(&lifted, SUBPORTS, pipes, backlog, packets, reps)?;
-        let mut er = record("eiffel", pipes, &e, packets, backlog);
-        if let Some(d) = &d {
-            let dr = record("rte_sched", pipes, d, packets, backlog);
-            er.speedup = Some(er.mpps / dr.mpps);
-            records.push(dr);
+        let d = if opts.only == Some(Arch::Eiffel) {
+            None
+        } else {
+            rte_sched_throughput(&lifted, pipes, backlog, packets, reps)?
+        };
+        let dr = d
+            .as_ref()
+            .map(|d| record("rte_sched", pipes, d, packets, backlog));
+        if opts.only != Some(Arch::RteSched) {
+            let e = eiffel::throughput(&lifted, SUBPORTS, pipes, backlog, packets, reps)?;
+            let mut er = record("eiffel", pipes, &e, packets, backlog);
+            er.speedup = dr.as_ref().map(|d| er.mpps / d.mpps);
+            records.extend(dr);
+            records.push(er);
+        } else {
+            records.extend(dr);
         }
-        records.push(er);
+    }
+    if opts.only.is_some() {
+        if opts.common.json {
+            print_results(&records)?;
+        } else {
+            print!("{}", throughput_table(&records).render());
+        }
+        return Ok(());
     }
     let check = check_shares(&h, share_window(quick))?;
     if opts.common.json {
@@ -298,6 +332,12 @@ fn print_tables(policy: &Path, records: &[Record], check: &ShareCheck) {
         "hierarchical QoS: {} (4 subports; rates lifted to the port's), bursts of {BURST}, 64-1500 B",
         policy.display()
     );
+    print!("{}", throughput_table(records).render());
+    println!();
+    print_share_table(check);
+}
+
+fn throughput_table(records: &[Record]) -> Table {
     let mut t = Table::new([
         "arch",
         "queues",
@@ -318,8 +358,10 @@ fn print_tables(policy: &Path, records: &[Record], check: &ShareCheck) {
             r.speedup.map_or(String::new(), |s| format!("{s:.2}x")),
         ]);
     }
-    print!("{}", t.render());
-    println!();
+    t
+}
+
+fn print_share_table(check: &ShareCheck) {
     let other = if check.against_rte_sched {
         "rte_sched"
     } else {
