@@ -192,6 +192,32 @@ pub fn load(path: &Path) -> Result<Hierarchy, BenchError> {
     Ok(Hierarchy::from_policy(&policy)?)
 }
 
+/// Eiffel's bytes per queue on `h` under overload for `window` (the share
+/// check's Eiffel side).
+pub fn eiffel_shares(h: &Hierarchy, window: Window) -> Result<Served, BenchError> {
+    eiffel::shares(h, window)
+}
+
+/// One scheduler's throughput on `subports` x `pipes` of `h` with every rate
+/// lifted, one packet queued per queue: `reps` runs of `packets` (`None` for
+/// rte_sched without the `dpdk` feature).
+pub fn throughput(
+    arch: Arch,
+    h: &Hierarchy,
+    pipes: u32,
+    packets: u64,
+    reps: usize,
+) -> Result<Option<Outcome>, BenchError> {
+    let lifted = h.lifted();
+    let backlog = Hierarchy::queues(SUBPORTS, pipes);
+    match arch {
+        Arch::Eiffel => {
+            eiffel::throughput(&lifted, SUBPORTS, pipes, backlog, packets, reps).map(Some)
+        }
+        Arch::RteSched => rte_sched_throughput(&lifted, pipes, backlog, packets, reps),
+    }
+}
+
 /// Runs the share comparison: Eiffel and (with the `dpdk` feature) rte_sched on
 /// `h` under overload for `window` each.
 pub fn check_shares(h: &Hierarchy, window: Window) -> Result<ShareCheck, BenchError> {
