@@ -48,7 +48,7 @@ pub fn eal(memory_mb: u32) -> Result<&'static Eal, DpdkError> {
         return Ok(e);
     }
     let saved = current_affinity();
-    let cpu = saved.as_ref().and_then(|s| first_cpu(s)).unwrap_or(0);
+    let cpu = saved.as_ref().and_then(first_cpu).unwrap_or(0);
     let args: Vec<String> = [
         "eiffel".to_string(),
         "--no-huge".into(),

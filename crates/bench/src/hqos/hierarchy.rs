@@ -3,7 +3,7 @@
 //! queues), and laid out at any size for both schedulers.
 
 use eiffel_policy::Policy;
-use eiffel_sched::tree::{Discipline, NodeSpec, RateLimit, TreeSpec};
+use eiffel_sched::tree::{Discipline, NodeSpec, TreeSpec};
 use eiffel_sched::ClassId;
 
 /// Traffic classes per pipe: 12 strict-priority classes and best effort.
@@ -334,13 +334,4 @@ fn read_pipe(
         weights,
     };
     Ok((profile, qsize))
-}
-
-/// A rate limit for the tree from a [`Limit`].
-#[must_use]
-pub fn rate_limit(l: Limit) -> RateLimit {
-    RateLimit {
-        rate: l.bps,
-        burst: l.burst,
-    }
 }
