@@ -144,14 +144,15 @@ pub fn throughput(
         queued: &mut queued,
     };
     state.run(&mut port, &mut out, backlog as u64);
-    let mut ns = Vec::with_capacity(reps);
+    let (mut cpu, mut wall) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
     for _ in 0..reps {
-        let t = Instant::now();
-        let sent = state.run(&mut port, &mut out, packets);
-        ns.push(t.elapsed().as_nanos() as f64 / sent.max(1) as f64);
+        let (c, w) = super::timed(|| state.run(&mut port, &mut out, packets));
+        cpu.push(c);
+        wall.push(w);
     }
     Ok(Outcome {
-        ns_per_packet: ns,
+        ns_per_packet: cpu,
+        wall_ns_per_packet: wall,
         drops,
     })
 }

@@ -125,15 +125,16 @@ pub fn throughput(
         sent
     };
     run(&mut port, &mut clock, backlog as u64);
-    let mut ns = Vec::with_capacity(reps);
+    let (mut cpu, mut wall) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
     for _ in 0..reps {
-        let t = Instant::now();
-        let sent = run(&mut port, &mut clock, packets);
-        ns.push(t.elapsed().as_nanos() as f64 / sent.max(1) as f64);
+        let (c, w) = super::timed(|| run(&mut port, &mut clock, packets));
+        cpu.push(c);
+        wall.push(w);
     }
     port.tree.check_invariants();
     Ok(Outcome {
-        ns_per_packet: ns,
+        ns_per_packet: cpu,
+        wall_ns_per_packet: wall,
         drops: port.drops,
     })
 }
