@@ -567,6 +567,25 @@ impl PolicyTree {
         }
     }
 
+    /// The packet node `n` would send next, given that its child `below.0` (if
+    /// any) would send `below.1`: when `n` picks that child again, as it mostly
+    /// does after serving it, no descent is needed.
+    #[inline]
+    fn head_after(&mut self, n: u32, below: (u32, Option<Packet>), now: Nanos) -> Option<Packet> {
+        let (child, child_head) = below;
+        if child != NONE && child_head.is_some() {
+            if let Kind::Internal { children, sched } = &mut self.nodes[n as usize].kind {
+                let u = sched.peek(now)?;
+                let pick = children[u as usize];
+                if pick == child {
+                    return child_head;
+                }
+                return self.head_of(pick, now);
+            }
+        }
+        self.head_of(n, now)
+    }
+
     /// The discipline of node `n` (`None` for a FIFO leaf).
     fn sched_of(&self, n: u32) -> Option<&NodeSched> {
         match &self.nodes[n as usize].kind {
@@ -1051,6 +1070,8 @@ impl Scheduler for PolicyTree {
         // Unwind: each node on the path sent `pkt`; its parent re-ranks it, or drops
         // it from its queue when it is empty or throttled.
         let mut c = n;
+        // The child unwound last and its next packet: often its parent's next too.
+        let mut below: (u32, Option<Packet>) = (NONE, None);
         loop {
             let node = &mut self.nodes[c as usize];
             node.counters.on_dequeue(pkt.len);
@@ -1075,8 +1096,9 @@ impl Scheduler for PolicyTree {
                 self.throttle_node(c, now, at);
                 None
             } else {
-                self.head_of(c, now)
+                self.head_after(c, below, now)
             };
+            below = (c, next);
             self.nodes[c as usize].active = next.is_some();
             self.sched_mut(parent)
                 .served(slot, &pkt, next.as_ref(), now);
