@@ -264,7 +264,7 @@ fn build_sched(
                 },
             );
             let pplan = plan(&node.queue, &needs);
-            let sched = NodeSched::Hclock(Hclock::new(&rplan, &pplan, units)?);
+            let sched = NodeSched::Hclock(Box::new(Hclock::new(&rplan, &pplan, units)?));
             Ok((sched, vec![rplan, pplan]))
         }
         Discipline::Qfq | Discipline::Drr | Discipline::Wf2q => {
@@ -274,7 +274,7 @@ fn build_sched(
         }
         d if d.is_calendar() => {
             let (sched, p) = CalendarSched::new(spec, i, units, per_flow, slack)?;
-            Ok((NodeSched::Calendar(sched), vec![p]))
+            Ok((NodeSched::Calendar(Box::new(sched)), vec![p]))
         }
         d => {
             let p = plan(&node.queue, &needs);

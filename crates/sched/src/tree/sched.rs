@@ -115,11 +115,11 @@ impl Core {
 #[derive(Debug)]
 pub(crate) enum NodeSched {
     Ranked(Ranked),
-    Hclock(Hclock),
+    Hclock(Box<Hclock>),
     /// A fair-queueing core and the per-unit state the tree keeps beside it.
     Core(Core, Vec<Unit>),
     /// A calendar-queue discipline (`cq-*`).
-    Calendar(CalendarSched),
+    Calendar(Box<CalendarSched>),
 }
 
 fn queue_of(plan: &QueuePlan) -> Result<AnyQueue<u32>, ConfigError> {
