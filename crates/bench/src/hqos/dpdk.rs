@@ -1,7 +1,7 @@
 //! rte_sched's side: DPDK's hierarchical scheduler configured with the same
 //! hierarchy, fed mbufs from an rte_mempool.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use eiffel_dpdk::{
     eal, Burst, Mempool, PipeProfile, PortConfig, QueuePath, SchedPort, SubportProfile,
@@ -10,7 +10,7 @@ use eiffel_dpdk::{
 use super::hierarchy::{tc_of, Hierarchy, QUEUES_PER_PIPE, TRAFFIC_CLASSES};
 use super::shares::{Served, Window};
 use super::stream::{Arrival, Stream};
-use super::{Outcome, BURST, OFFERED};
+use super::{Outcome, BURST};
 use crate::BenchError;
 
 /// Period over which rte_sched enforces the traffic classes' caps.
@@ -172,18 +172,20 @@ pub fn shares(h: &Hierarchy, window: Window) -> Result<Served, BenchError> {
     let mut out = Burst::new();
     let start = Instant::now();
     let end = window.end();
+    let mut last = Duration::ZERO;
     loop {
         let elapsed = start.elapsed();
         if elapsed >= end {
             break;
         }
-        for _ in 0..OFFERED {
+        for _ in 0..super::bursts_due(elapsed - last) {
             pool.alloc(&mut burst, BURST)?;
             for i in 0..BURST {
                 fill(&port, &mut burst, i, stream.next_arrival(), pipes);
             }
             port.enqueue(&mut burst);
         }
+        last = elapsed;
         // Bursts until one comes back empty: rte_sched found nothing eligible.
         let weight = window.weight(elapsed);
         while port.dequeue(&mut out, BURST) > 0 {

@@ -9,7 +9,7 @@ use eiffel_sched::{ClassId, Nanos, Packet, PolicyTree, Scheduler};
 use super::hierarchy::Hierarchy;
 use super::shares::{Served, Window};
 use super::stream::Stream;
-use super::{Outcome, BURST, OFFERED};
+use super::{Outcome, BURST};
 use crate::BenchError;
 
 /// rte_sched's notion of time: the port's byte clock, which runs at the port's
@@ -73,13 +73,14 @@ impl Port {
         })
     }
 
+    /// Offers the stream's next packet; returns whether the tree took it.
     #[inline]
-    fn offer(&mut self, stream: &mut Stream, now: Nanos) {
+    fn offer(&mut self, stream: &mut Stream, now: Nanos) -> bool {
         let a = stream.next_arrival();
         let pkt = Packet::new(a.queue, a.len).class(self.leaves[a.queue as usize]);
-        if self.tree.enqueue(pkt, now).is_err() {
-            self.drops += 1;
-        }
+        let taken = self.tree.enqueue(pkt, now).is_ok();
+        self.drops += u64::from(!taken);
+        taken
     }
 }
 
@@ -98,7 +99,7 @@ pub fn throughput(
     let mut port = Port::new(h, subports, pipes, (backlog + 2 * BURST) as u32)?;
     let mut stream = Stream::new(queues, super::STREAM_LEN);
     for _ in 0..backlog {
-        port.offer(&mut stream, 0);
+        let _ = port.offer(&mut stream, 0);
     }
     let mut clock = PortClock::new(h.port_bytes_per_sec());
     let mut run = |port: &mut Port, clock: &mut PortClock, packets: u64| {
@@ -115,7 +116,7 @@ pub fn throughput(
                 got += 1;
             }
             for _ in 0..got {
-                port.offer(&mut stream, now);
+                let _ = port.offer(&mut stream, now);
             }
             sent += got as u64;
             if got == 0 && port.tree.backlog().packets == 0 {
@@ -139,8 +140,8 @@ pub fn throughput(
     })
 }
 
-/// Overload on the hierarchy as written (one subport of its pipes): [`OFFERED`]
-/// bursts of 32 offered and up to 32 dequeued per step for the `window`'s wall
+/// Overload on the hierarchy as written (one subport of its pipes): bursts of
+/// 32 offered at [`super::OFFERED_PPS`] and up to 32 dequeued per step for the `window`'s wall
 /// time; returns the bytes each queue sent in it.
 pub fn shares(h: &Hierarchy, window: Window) -> Result<Served, BenchError> {
     let pipes = h.profiles.len() as u32;
@@ -151,15 +152,17 @@ pub fn shares(h: &Hierarchy, window: Window) -> Result<Served, BenchError> {
     let mut served = Served::new(queues);
     let mut clock = PortClock::new(h.port_bytes_per_sec());
     let end = window.end();
+    let mut last = Duration::ZERO;
     loop {
         let elapsed = clock.elapsed();
         if elapsed >= end {
             break;
         }
         let now = clock.now();
-        for _ in 0..OFFERED * BURST {
-            port.offer(&mut stream, now);
+        for _ in 0..super::bursts_due(elapsed - last) * BURST {
+            let _ = port.offer(&mut stream, now);
         }
+        last = elapsed;
         // Bursts until one comes back short: everything eligible is sent.
         loop {
             let mut got = 0;

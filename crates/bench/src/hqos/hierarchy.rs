@@ -148,11 +148,19 @@ impl Hierarchy {
         })
     }
 
-    /// The same hierarchy with every rate at the port's rate: no limit binds, so
-    /// a run measures the cost of scheduling, never idle time.
+    /// Queue size of the throughput runs: their backlog averages one packet per
+    /// queue, and rte_sched's queue arrays for 64K queues stay at 128 MiB.
+    pub const LIFTED_QSIZE: u16 = 256;
+
+    /// The same hierarchy with every rate at the port's rate, so that no limit
+    /// binds and a run measures the cost of scheduling, never idle time; queues
+    /// of at most [`Self::LIFTED_QSIZE`] packets.
     #[must_use]
     pub fn lifted(&self) -> Hierarchy {
         let mut h = self.clone();
+        for q in &mut h.qsize {
+            *q = (*q).min(Self::LIFTED_QSIZE);
+        }
         let port = self.port.bps;
         h.subport.bps = port;
         for p in &mut h.profiles {
@@ -206,6 +214,9 @@ impl Hierarchy {
                     let prio = class.priority as usize;
                     class.name = format!("s{s}p{p}tc{prio}");
                     class.parent = Some(pipe);
+                    if prio < BE_TC {
+                        class.capacity = Some(u32::from(self.qsize[prio]));
+                    }
                     let class_id = spec.add(class);
                     if prio < BE_TC {
                         queue[prio] = class_id as ClassId;
@@ -215,6 +226,7 @@ impl Hierarchy {
                         let mut leaf = t.nodes[l].clone();
                         leaf.name = format!("s{s}p{p}be{k}");
                         leaf.parent = Some(class_id);
+                        leaf.capacity = Some(u32::from(self.qsize[BE_TC]));
                         queue[BE_TC + k] = spec.add(leaf) as ClassId;
                     }
                 }

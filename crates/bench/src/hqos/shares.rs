@@ -153,12 +153,6 @@ pub struct ShareRow {
     /// Relative difference between the two schedulers (or Eiffel and the fluid
     /// reference without DPDK).
     pub difference: f64,
-    /// Whether the row counts for the check (pipes and traffic classes); the
-    /// best-effort queues' shares are shown, not checked: rte_sched's WRR
-    /// keeps its queues' tokens only to 3-bit-shifted 16-bit values between
-    /// visits of a pipe and is a few percent off its weights when a visit sends
-    /// few packets.
-    pub checked: bool,
 }
 
 /// Relative difference of two shares: of the larger, floored at 1%.
@@ -185,7 +179,6 @@ pub fn compare(eiffel: &Served, rte_sched: Option<&Served>, fluid: &Served) -> V
                 rte_sched: ds,
                 fluid: f[i].1,
                 difference: difference(*es, other),
-                checked: !what.starts_with("be queue"),
             }
         })
         .collect()
