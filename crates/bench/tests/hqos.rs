@@ -3,11 +3,15 @@
 //! `dpdk` feature) against DPDK's rte_sched on the same hierarchy and stream.
 
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 use eiffel_bench::hqos::hierarchy::{Hierarchy, QUEUES_PER_PIPE, TRAFFIC_CLASSES};
 use eiffel_bench::hqos::shares::{compare, fluid, TOLERANCE};
 use eiffel_bench::hqos::{eiffel_shares, load, share_window, throughput, Arch};
 use eiffel_policy::Policy;
+
+/// The overload runs are timed on the wall clock: one at a time.
+static WALL_CLOCK: Mutex<()> = Mutex::new(());
 
 fn example() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/policies/hqos.toml")
@@ -60,9 +64,20 @@ fn a_policy_of_another_shape_is_refused_naming_the_node() {
 
 #[test]
 fn eiffel_gives_the_fluid_shares_under_overload() {
+    let _one = WALL_CLOCK.lock().unwrap_or_else(|e| e.into_inner());
     let h = load(&example()).expect("example");
-    let served = eiffel_shares(&h, share_window(true)).expect("run");
-    let rows = compare(&served, None, &fluid(&h));
+    let run = || {
+        compare(
+            &eiffel_shares(&h, share_window(true)).expect("run"),
+            None,
+            &fluid(&h),
+        )
+    };
+    let mut rows = run();
+    // Wall-clock runs on a shared machine: measured once more before failing.
+    if rows.iter().any(|r| r.difference > TOLERANCE) {
+        rows = run();
+    }
     for r in &rows {
         assert!(
             r.difference <= TOLERANCE,
@@ -91,6 +106,7 @@ mod dpdk {
 
     #[test]
     fn rte_sched_and_eiffel_give_the_same_pipe_and_class_shares() {
+        let _one = WALL_CLOCK.lock().unwrap_or_else(|e| e.into_inner());
         let h = load(&example()).expect("example");
         // Wall-clock runs on a shared machine: measured once more before failing.
         let mut check = check_shares(&h, share_window(true)).expect("run");

@@ -232,7 +232,7 @@ pub fn load(path: &Path) -> Result<Hierarchy, BenchError> {
 /// Eiffel's bytes per queue on `h` under overload for `window` (the share
 /// check's Eiffel side).
 pub fn eiffel_shares(h: &Hierarchy, window: Window) -> Result<Served, BenchError> {
-    eiffel::shares(h, window)
+    favoured(|| eiffel::shares(h, window))
 }
 
 /// One scheduler's throughput on `subports` x `pipes` of `h` with every rate
