@@ -249,6 +249,56 @@ impl Hierarchy {
     }
 }
 
+/// The weights of best-effort class `c`'s four FIFO queues.
+fn read_best_effort(
+    spec: &TreeSpec,
+    kids: &[Vec<usize>],
+    c: usize,
+) -> Result<[u32; BE_QUEUES], String> {
+    let class = &spec.nodes[c];
+    if kids[c].len() != BE_QUEUES || kids[c].iter().any(|&l| !kids[l].is_empty()) {
+        return Err(format!(
+            "the best-effort class {:?} (priority 12) must have {BE_QUEUES} FIFO queues",
+            class.name
+        ));
+    }
+    if !matches!(
+        class.discipline,
+        Discipline::Drr | Discipline::Wfq | Discipline::Qfq | Discipline::Wf2q
+    ) {
+        return Err(format!(
+            "the best-effort class {:?} must share by weight",
+            class.name
+        ));
+    }
+    let mut weights = [0u32; BE_QUEUES];
+    for (k, &l) in kids[c].iter().enumerate() {
+        weights[k] = spec.nodes[l].weight;
+        if !(1..=255).contains(&weights[k]) {
+            return Err(format!(
+                "queue {:?}: rte_sched's WRR weights are 1 to 255",
+                spec.nodes[l].name
+            ));
+        }
+    }
+    Ok(weights)
+}
+
+/// The one capacity of class `name`'s queues `leaves`: rte_sched's qsize.
+fn class_qsize(spec: &TreeSpec, name: &str, leaves: &[usize]) -> Result<u16, String> {
+    let caps: Vec<u32> = leaves
+        .iter()
+        .map(|&l| spec.nodes[l].capacity.unwrap_or(0))
+        .collect();
+    let cap = caps[0];
+    if caps.iter().any(|&x| x != cap) || !cap.is_power_of_two() || cap > 32_768 {
+        return Err(format!(
+            "the queues of class {name:?} need one capacity, a power of two up to 32768 (rte_sched's qsize)"
+        ));
+    }
+    Ok(cap as u16)
+}
+
 /// Reads pipe node `p`: its profile and its classes' queue capacities.
 fn read_pipe(
     spec: &TreeSpec,
@@ -300,44 +350,10 @@ fn read_pipe(
             }
             vec![c]
         } else {
-            if kids[c].len() != BE_QUEUES || kids[c].iter().any(|&l| !kids[l].is_empty()) {
-                return Err(format!(
-                    "the best-effort class {:?} (priority 12) must have {BE_QUEUES} FIFO queues",
-                    class.name
-                ));
-            }
-            if !matches!(
-                class.discipline,
-                Discipline::Drr | Discipline::Wfq | Discipline::Qfq | Discipline::Wf2q
-            ) {
-                return Err(format!(
-                    "the best-effort class {:?} must share by weight",
-                    class.name
-                ));
-            }
-            for (k, &l) in kids[c].iter().enumerate() {
-                weights[k] = spec.nodes[l].weight;
-                if !(1..=255).contains(&weights[k]) {
-                    return Err(format!(
-                        "queue {:?}: rte_sched's WRR weights are 1 to 255",
-                        spec.nodes[l].name
-                    ));
-                }
-            }
+            weights = read_best_effort(spec, kids, c)?;
             kids[c].clone()
         };
-        let caps: Vec<u32> = leaves
-            .iter()
-            .map(|&l| spec.nodes[l].capacity.unwrap_or(0))
-            .collect();
-        let cap = caps[0];
-        if caps.iter().any(|&x| x != cap) || !cap.is_power_of_two() || cap > u32::from(u16::MAX) {
-            return Err(format!(
-                "the queues of class {:?} need one capacity, a power of two up to 32768 (rte_sched's qsize)",
-                class.name
-            ));
-        }
-        qsize[prio] = cap as u16;
+        qsize[prio] = class_qsize(spec, &class.name, &leaves)?;
     }
     let profile = Profile {
         name: name.clone(),
