@@ -5,13 +5,14 @@
 
 use clap::{Args, Subcommand};
 
+pub mod clock;
 mod cq;
 pub mod hqos;
 mod policy;
 mod pspat;
-mod queues;
+pub mod queues;
 pub mod report;
-mod sched;
+pub mod sched;
 mod shape;
 
 /// Options every benchmark accepts.
@@ -29,11 +30,13 @@ pub struct CommonOpts {
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
     /// Integer priority queues: Mpps against packets per bucket and occupancy, and the
-    /// approximate queue's error (Eiffel Figs. 12-14).
-    Queues(CommonOpts),
+    /// approximate queue's error (Eiffel Figs. 12-14), and a hold model, against
+    /// std's BinaryHeap, the radix-heap crate and BTreeMap in the same run.
+    Queues(queues::QueuesOpts),
     /// Fair-queueing schedulers: ns per enqueue/dequeue pair for NONE, FIFO, DRR,
-    /// QFQ and WF2Q+ from 1 to 32768 flows (QFQ paper, Table 4).
-    Sched(CommonOpts),
+    /// QFQ and WF2Q+ from 1 to 32768 flows (QFQ paper, Table 4) and on the QFQ
+    /// authors' balanced controller workload.
+    Sched(sched::SchedOpts),
     /// Calendar-queue policies: ns per packet of cq-wfq against wfq on a cffs and
     /// cq-edf against edf on a cffs, through a policy-tree leaf of 16 to 32768
     /// flows (calendar queues, NSDI'20).
