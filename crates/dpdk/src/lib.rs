@@ -16,7 +16,8 @@
 //! Everything is behind the `dpdk` feature: without it the crate is empty, so a
 //! workspace build needs no DPDK, libclang or pkg-config.
 
-#![allow(unsafe_code)] // an FFI crate: every call into DPDK is unsafe
+#![allow(unsafe_code)]
+// an FFI crate: every call into DPDK is unsafe
 // Without the feature the items the overview links to do not exist.
 #![cfg_attr(not(feature = "dpdk"), allow(rustdoc::broken_intra_doc_links))]
 #![cfg(feature = "dpdk")]
