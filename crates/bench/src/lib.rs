@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 
 pub mod clock;
 mod cq;
+pub mod hqos;
 pub mod mailbox;
 mod policy;
 pub mod probe;
@@ -58,6 +59,11 @@ pub enum BenchCommand {
     /// with a policy, against a kernel bridge with HTB on the same veth topology
     /// (needs root).
     Shape(CommonOpts),
+    /// Hierarchical QoS: Mpps of Eiffel's policy tree against DPDK's rte_sched on
+    /// the same port/subport/pipe/traffic-class/queue hierarchy at 1K, 4K and 64K
+    /// queues, and the same throughput shares under overload (rte_sched with the
+    /// `dpdk` feature).
+    Hqos(hqos::HqosOpts),
 }
 
 /// An error a benchmark reports instead of results.
@@ -73,5 +79,6 @@ pub fn run(cmd: BenchCommand) -> Result<(), BenchError> {
         BenchCommand::Mailbox(opts) => mailbox::run(&opts),
         BenchCommand::Policy(opts) => policy::run(&opts),
         BenchCommand::Shape(opts) => shape::run(&opts),
+        BenchCommand::Hqos(opts) => hqos::run(&opts),
     }
 }

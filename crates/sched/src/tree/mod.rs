@@ -105,24 +105,29 @@ enum Kind {
     Flows(Box<FlowLeaf>),
 }
 
+// NB: laid out by hand so that a packet's path touches few cache lines per node:
+// the first line holds what every enqueue and dequeue reads and writes, the
+// second the rate limit, the third the packet and byte counts; drop counts and
+// the shaper entry follow.
 #[derive(Debug)]
+#[repr(C, align(64))]
 struct Node {
     /// Parent node, or `NONE` for the root.
     parent: u32,
     /// This node's unit index at its parent.
     slot: u32,
-    kind: Kind,
-    limit: Option<Gcra>,
-    /// Filed in the shaper, out of its parent's queue.
-    throttled: bool,
-    /// While throttled: the shaper entry and the release time it was filed for.
-    filed: Option<(Handle, Nanos)>,
-    /// Queued in its parent's discipline.
-    active: bool,
     /// Most packets queued in this subtree (leaves), `u32::MAX` if unlimited.
     capacity: u32,
-    counters: Counters,
+    /// Queued in its parent's discipline.
+    active: bool,
+    /// Filed in the shaper, out of its parent's queue.
+    throttled: bool,
     backlog: Backlog,
+    kind: Kind,
+    limit: Option<Gcra>,
+    counters: Counters,
+    /// While throttled: the shaper entry and the release time it was filed for.
+    filed: Option<(Handle, Nanos)>,
 }
 
 /// A read-only view of one node, for reports and `eiffel check`.
@@ -168,6 +173,9 @@ pub struct PolicyTree {
     slack: Nanos,
     /// Whether some node's discipline may refuse packets (`cq-policer`).
     policed: bool,
+    /// Per node: it and every ancestor ignore arrivals behind a queued unit's
+    /// head, so an arrival into an already-queued child changes nothing above.
+    quiet: Vec<bool>,
     counters: Counters,
     backlog: Backlog,
 }
@@ -256,7 +264,7 @@ fn build_sched(
                 },
             );
             let pplan = plan(&node.queue, &needs);
-            let sched = NodeSched::Hclock(Hclock::new(&rplan, &pplan, units)?);
+            let sched = NodeSched::Hclock(Box::new(Hclock::new(&rplan, &pplan, units)?));
             Ok((sched, vec![rplan, pplan]))
         }
         Discipline::Qfq | Discipline::Drr | Discipline::Wf2q => {
@@ -266,7 +274,7 @@ fn build_sched(
         }
         d if d.is_calendar() => {
             let (sched, p) = CalendarSched::new(spec, i, units, per_flow, slack)?;
-            Ok((NodeSched::Calendar(sched), vec![p]))
+            Ok((NodeSched::Calendar(Box::new(sched)), vec![p]))
         }
         d => {
             let p = plan(&node.queue, &needs);
@@ -369,10 +377,11 @@ impl PolicyTree {
             .nodes
             .iter()
             .any(|ns| !ns.discipline.is_work_conserving());
-        let tree = PolicyTree {
+        let mut tree = PolicyTree {
             pool: PacketPool::with_capacity(spec.capacity as usize),
             slack,
             policed,
+            quiet: Vec::new(),
             shaper,
             nodes,
             plans,
@@ -388,7 +397,25 @@ impl PolicyTree {
                 tree.spec.nodes[i].name
             )));
         }
+        tree.quiet = tree.quiet_nodes();
         Ok(tree)
+    }
+
+    /// Which nodes are quiet: they and all their ancestors ignore arrivals.
+    fn quiet_nodes(&self) -> Vec<bool> {
+        (0..self.nodes.len())
+            .map(|i| {
+                let mut cur = i as u32;
+                while cur != NONE {
+                    let ignores = self.sched_of(cur).is_none_or(NodeSched::ignores_arrivals);
+                    if !ignores {
+                        return false;
+                    }
+                    cur = self.nodes[cur as usize].parent;
+                }
+                true
+            })
+            .collect()
     }
 
     /// The specification the tree was built from.
@@ -508,6 +535,7 @@ impl PolicyTree {
         match sched {
             NodeSched::Ranked(r) => {
                 r.txn = Builtin::Custom(txn);
+                self.quiet = self.quiet_nodes();
                 Ok(())
             }
             NodeSched::Hclock(_) | NodeSched::Core(..) | NodeSched::Calendar(_) => Err(
@@ -542,6 +570,25 @@ impl PolicyTree {
                 }
             }
         }
+    }
+
+    /// The packet node `n` would send next, given that its child `below.0` (if
+    /// any) would send `below.1`: when `n` picks that child again, as it mostly
+    /// does after serving it, no descent is needed.
+    #[inline]
+    fn head_after(&mut self, n: u32, below: (u32, Option<Packet>), now: Nanos) -> Option<Packet> {
+        let (child, child_head) = below;
+        if child != NONE && child_head.is_some() {
+            if let Kind::Internal { children, sched } = &mut self.nodes[n as usize].kind {
+                let u = sched.peek(now)?;
+                let pick = children[u as usize];
+                if pick == child {
+                    return child_head;
+                }
+                return self.head_of(pick, now);
+            }
+        }
+        self.head_of(n, now)
     }
 
     /// The discipline of node `n` (`None` for a FIFO leaf).
@@ -633,6 +680,10 @@ impl PolicyTree {
             }
             let slot = self.nodes[cur as usize].slot;
             if self.nodes[cur as usize].active {
+                if self.quiet[parent as usize] {
+                    // Nothing above reorders on an arrival behind a queued head.
+                    return;
+                }
                 let head = self.head_of(cur, now).expect("an active node has a head");
                 self.sched_mut(parent).on_enqueue(slot, trigger, &head, now);
             } else {
@@ -1024,6 +1075,8 @@ impl Scheduler for PolicyTree {
         // Unwind: each node on the path sent `pkt`; its parent re-ranks it, or drops
         // it from its queue when it is empty or throttled.
         let mut c = n;
+        // The child unwound last and its next packet: often its parent's next too.
+        let mut below: (u32, Option<Packet>) = (NONE, None);
         loop {
             let node = &mut self.nodes[c as usize];
             node.counters.on_dequeue(pkt.len);
@@ -1048,8 +1101,9 @@ impl Scheduler for PolicyTree {
                 self.throttle_node(c, now, at);
                 None
             } else {
-                self.head_of(c, now)
+                self.head_after(c, below, now)
             };
+            below = (c, next);
             self.nodes[c as usize].active = next.is_some();
             self.sched_mut(parent)
                 .served(slot, &pkt, next.as_ref(), now);

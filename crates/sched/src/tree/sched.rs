@@ -115,11 +115,11 @@ impl Core {
 #[derive(Debug)]
 pub(crate) enum NodeSched {
     Ranked(Ranked),
-    Hclock(Hclock),
+    Hclock(Box<Hclock>),
     /// A fair-queueing core and the per-unit state the tree keeps beside it.
     Core(Core, Vec<Unit>),
     /// A calendar-queue discipline (`cq-*`).
-    Calendar(CalendarSched),
+    Calendar(Box<CalendarSched>),
 }
 
 fn queue_of(plan: &QueuePlan) -> Result<AnyQueue<u32>, ConfigError> {
@@ -229,6 +229,21 @@ impl NodeSched {
             NodeSched::Hclock(h) => h.ph[u as usize].is_some(),
             NodeSched::Core(c, _) => core!(c, x => x.is_backlogged(u)),
             NodeSched::Calendar(c) => c.is_active(u),
+        }
+    }
+
+    /// Whether a packet entering the subtree of a queued unit never changes this
+    /// node's order (`on_enqueue` does nothing): fair-queueing cores, hClock,
+    /// `wfq`, and `strict` over children (ranked by their configured priority).
+    pub(crate) fn ignores_arrivals(&self) -> bool {
+        match self {
+            NodeSched::Core(..) | NodeSched::Hclock(_) => true,
+            NodeSched::Ranked(r) => match r.txn {
+                Builtin::Wfq { .. } => true,
+                Builtin::Strict => !r.is_flow,
+                _ => false,
+            },
+            NodeSched::Calendar(_) => false,
         }
     }
 
