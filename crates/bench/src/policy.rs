@@ -47,7 +47,7 @@ use eiffel_sched::tree::shaper::{Gcra, Shaper, Throttled};
 use eiffel_sched::tree::{
     Discipline, NodeSpec, PerFlow, QueueChoice, RateLimit, ShaperSpec, TreeSpec,
 };
-use eiffel_sched::{Nanos, Packet, PacketFifo, PacketPool, PolicyTree, Scheduler};
+use eiffel_sched::{Duration, Nanos, Packet, PacketFifo, PacketPool, PolicyTree, Rate, Scheduler};
 use serde::Serialize;
 
 use crate::report::{fmt_f, print_results, Table};
@@ -174,7 +174,7 @@ fn hclock(n: u32, kind: Option<QueueKind>, packets: u64) -> f64 {
     let link = 10_000_000_000u64;
     let mut spec = TreeSpec::new(n * PER_FLOW + 16);
     spec.shaper = ShaperSpec {
-        horizon: 100_000_000,
+        horizon: Duration::from_millis(100),
         slots: 1 << 16,
     };
     let mut root = NodeSpec::new("root", None);
@@ -187,9 +187,9 @@ fn hclock(n: u32, kind: Option<QueueKind>, packets: u64) -> f64 {
     for i in 0..n {
         let mut leaf = NodeSpec::new(format!("l{i}"), Some(0));
         leaf.weight = 1 + i % 4;
-        leaf.reservation = Some((link / 2 / u64::from(n)).max(1));
+        leaf.reservation = Some(Rate::from_bps((link / 2 / u64::from(n)).max(1)));
         leaf.limit = Some(RateLimit {
-            rate: (4 * link / u64::from(n)).max(1),
+            rate: Rate::from_bps((4 * link / u64::from(n)).max(1)),
             burst: 3000,
         });
         spec.add(leaf);
@@ -419,14 +419,14 @@ const PACED_RATE: u64 = 400_000;
 
 fn paced_limit() -> RateLimit {
     RateLimit {
-        rate: PACED_RATE,
+        rate: Rate::from_bps(PACED_RATE),
         burst: 1500,
     }
 }
 
 fn pacing_shaper() -> ShaperSpec {
     ShaperSpec {
-        horizon: 2_000_000_000,
+        horizon: Duration::from_secs(2),
         slots: 20_000,
     }
 }

@@ -109,8 +109,8 @@ fn calendar_params(
         })?);
     }
     p.burst_allowance = n.burst_allowance.as_ref().map(|b| b.get_ref().get());
-    p.period = n.period.as_ref().map(|t| t.get_ref().get());
-    p.rate = n.rate.as_ref().map(|r| r.get_ref().get());
+    p.period = n.period.as_ref().map(|t| t.get_ref().duration());
+    p.rate = n.rate.as_ref().map(|r| r.get_ref().rate());
     p.bucket = n.bucket.as_ref().map(|b| b.get_ref().get());
     if let Some(r) = &n.rotation {
         p.rotation = Some(match r.get_ref().as_str() {
@@ -191,12 +191,12 @@ pub(crate) fn compile(index: &KeyIndex, text: &str) -> Result<Compiled, PolicyEr
     }
     if let Some(s) = &file.shaper {
         if let Some(h) = &s.horizon {
-            spec.shaper.horizon = h.get_ref().get();
+            spec.shaper.horizon = h.get_ref().duration();
         }
         if let Some(n) = &s.slots {
             spec.shaper.slots = int_in(index, n, "shaper.slots", 1, 1 << 26, "slots")? as usize;
         }
-        if spec.shaper.horizon < spec.shaper.slots as u64 {
+        if spec.shaper.horizon.as_nanos() < spec.shaper.slots as u64 {
             let key = if s.horizon.is_some() {
                 "shaper.horizon"
             } else {
@@ -206,7 +206,8 @@ pub(crate) fn compile(index: &KeyIndex, text: &str) -> Result<Compiled, PolicyEr
                 key,
                 format!(
                     "a horizon of {} ns cannot hold {} slots (at least 1 ns each)",
-                    spec.shaper.horizon, spec.shaper.slots
+                    spec.shaper.horizon.as_nanos(),
+                    spec.shaper.slots
                 ),
             ));
         }
@@ -392,7 +393,7 @@ pub(crate) fn compile(index: &KeyIndex, text: &str) -> Result<Compiled, PolicyEr
                     "a reservation must be positive",
                 ));
             }
-            ns.reservation = Some(r.get_ref().get());
+            ns.reservation = Some(r.get_ref().rate());
         }
         ns.limit = limit(
             index,
@@ -665,7 +666,7 @@ fn limit(
                 None => u64::from(mtu),
             };
             Ok(Some(RateLimit {
-                rate: r.get_ref().get(),
+                rate: r.get_ref().rate(),
                 burst,
             }))
         }

@@ -307,9 +307,13 @@ fn report(
                     0.0
                 }
             }),
-            limit_bps: v.spec.limit.map(|l| l.rate),
+            limit_bps: v.spec.limit.map(|l| l.rate.bps()),
             burst_bytes: v.spec.limit.map(|l| l.burst),
-            flow_limit_bps: v.spec.per_flow.and_then(|pf| pf.flow_limit).map(|l| l.rate),
+            flow_limit_bps: v
+                .spec
+                .per_flow
+                .and_then(|pf| pf.flow_limit)
+                .map(|l| l.rate.bps()),
             enqueued: v.counters.enqueued,
             dequeued: v.counters.dequeued,
             dropped: v.counters.dropped_total(),

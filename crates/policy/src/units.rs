@@ -109,6 +109,22 @@ impl<U> Quantity<U> {
     }
 }
 
+impl Quantity<RateUnit> {
+    /// The rate.
+    #[must_use]
+    pub const fn rate(self) -> eiffel_sched::Rate {
+        eiffel_sched::Rate::from_bps(self.0)
+    }
+}
+
+impl Quantity<TimeUnit> {
+    /// The duration.
+    #[must_use]
+    pub const fn duration(self) -> eiffel_sched::Duration {
+        eiffel_sched::Duration::from_nanos(self.0)
+    }
+}
+
 impl<U> fmt::Debug for Quantity<U> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.0)
@@ -207,21 +223,10 @@ impl<'de, U: Unit> Deserialize<'de> for Quantity<U> {
 }
 
 /// Formats bits per second with the largest unit that keeps it readable
-/// (`"7Mbit/s"`, `"1.5Gbit/s"`).
+/// (`"7 Mbit/s"`, `"1.5 Gbit/s"`).
 #[must_use]
 pub fn fmt_rate(bps: f64) -> String {
-    let (v, u) = if bps >= 1e12 {
-        (bps / 1e12, "Tbit/s")
-    } else if bps >= 1e9 {
-        (bps / 1e9, "Gbit/s")
-    } else if bps >= 1e6 {
-        (bps / 1e6, "Mbit/s")
-    } else if bps >= 1e3 {
-        (bps / 1e3, "kbit/s")
-    } else {
-        (bps, "bit/s")
-    };
-    format!("{} {u}", trim(v))
+    eiffel_sched::time::fmt_bps(bps)
 }
 
 /// Formats bytes (`"1500 B"`, `"64 KiB"` when a whole number of KiB, else decimal).
@@ -243,30 +248,7 @@ pub fn fmt_size(bytes: u64) -> String {
 /// Formats nanoseconds with the largest unit that keeps three significant digits.
 #[must_use]
 pub fn fmt_time(ns: f64) -> String {
-    let (v, u) = if ns >= 1e9 {
-        (ns / 1e9, "s")
-    } else if ns >= 1e6 {
-        (ns / 1e6, "ms")
-    } else if ns >= 1e3 {
-        (ns / 1e3, "us")
-    } else {
-        (ns, "ns")
-    };
-    format!("{} {u}", trim(v))
-}
-
-/// Up to three decimals, trailing zeros removed.
-fn trim(v: f64) -> String {
-    let digits = if v >= 100.0 {
-        1
-    } else if v >= 10.0 {
-        2
-    } else {
-        3
-    };
-    let s = format!("{v:.digits$}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    s.to_string()
+    eiffel_sched::time::fmt_nanos(ns)
 }
 
 #[cfg(test)]

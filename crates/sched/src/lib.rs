@@ -1,6 +1,8 @@
 //! Packet schedulers for Eiffel.
 //!
-//! - [`packet`]: the `Copy` packet descriptor and time type.
+//! - [`time`]: instants, [`Duration`]s, [`Rate`]s and the one conversion between
+//!   bytes, rate and time.
+//! - [`packet`]: the `Copy` packet descriptor.
 //! - [`scheduler`]: the [`Scheduler`] interface, drop reasons and counters.
 //! - [`pool`]: preallocated packet storage with intrusive per-flow FIFOs.
 //! - [`fifo`]: the FIFO scheduler.
@@ -37,6 +39,7 @@ pub mod prio;
 pub mod qfq;
 pub mod scheduler;
 pub mod stfq;
+pub mod time;
 pub mod tree;
 pub mod vtime;
 pub mod wf2q;
@@ -53,5 +56,6 @@ pub use scheduler::{
     Scheduler,
 };
 pub use stfq::{Stfq, StfqCore};
+pub use time::{Duration, Rate};
 pub use tree::PolicyTree;
 pub use wf2q::{Wf2qCore, Wf2qPlus};

@@ -4,12 +4,7 @@
 //! index (`buffer`) that the owner of the bytes (a ring, a buffer pool, a workload
 //! generator) understands. The descriptor is `Copy` and fits in one 64-byte cache line.
 
-/// Time in nanoseconds from a monotonic origin chosen by the caller.
-///
-/// Schedulers never read a clock: every operation that depends on time takes `now`
-/// as an argument, so the same code runs in virtual time (tests, `eiffel run`) and in
-/// real time (`eiffel shape`).
-pub type Nanos = u64;
+pub use crate::time::Nanos;
 
 /// Dense flow identifier: an index into a scheduler's preallocated flow table.
 pub type FlowId = u32;

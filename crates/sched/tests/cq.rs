@@ -17,7 +17,9 @@ use eiffel_sched::tree::{
     CalendarParams, Discipline, EdfRotation, NodeSpec, PerFlow, QueueChoice, RateLimit, ShaperSpec,
     TreeSpec,
 };
-use eiffel_sched::{Backlog, Counters, Drop, DropReason, Nanos, Packet, PolicyTree, Scheduler};
+use eiffel_sched::{
+    Backlog, Counters, Drop, DropReason, Duration, Nanos, Packet, PolicyTree, Rate, Scheduler,
+};
 use eiffel_sim::{
     audit, completions, fct_stats, flow_workload, generate, run, Annotated, Arrival, FlowSpec,
     FlowWorkload, Link, Outcome, Pattern, Run, Trace,
@@ -455,7 +457,7 @@ fn cq_edf_misses_track_exact_edf() {
     let mut results = Vec::new();
     for rotation in [EdfRotation::OnEmpty, EdfRotation::Clock] {
         let params = CalendarParams {
-            period: Some(period),
+            period: Some(Duration::from_nanos(period)),
             rotation: Some(rotation),
             ..CalendarParams::default()
         };
@@ -514,7 +516,7 @@ fn cq_edf_skew_follows_the_clock_after_idle_periods() {
     // idle; two packets arriving together leave in deadline order.
     for rotation in [EdfRotation::OnEmpty, EdfRotation::Clock] {
         let params = CalendarParams {
-            period: Some(1_000),
+            period: Some(Duration::from_nanos(1_000)),
             days: Some(vec![64]),
             rotation: Some(rotation),
             ..CalendarParams::default()
@@ -649,15 +651,15 @@ fn leaky_bucket_holds_rate_and_bucket_and_counts_its_drops() {
     }
     let trace = Trace::new(arrivals);
     let params = CalendarParams {
-        rate: Some(rate),
+        rate: Some(Rate::from_bps(rate)),
         bucket: Some(bucket),
-        period: Some(period),
+        period: Some(Duration::from_nanos(period)),
         ..CalendarParams::default()
     };
     let mut spec = TreeSpec::new(trace.len() as u32);
     // A fine shaper: the policer holds the leaf until its next day begins.
     spec.shaper = ShaperSpec {
-        horizon: 100_000_000,
+        horizon: Duration::from_nanos(100_000_000),
         slots: 100_000,
     };
     let mut leaf = NodeSpec::new("flows", None);
@@ -727,7 +729,7 @@ fn policed_children_wait_in_the_shaper_and_come_back_early_for_new_days() {
     // it back at once.
     let mut spec = TreeSpec::new(10_000);
     spec.shaper = ShaperSpec {
-        horizon: 10_000_000,
+        horizon: Duration::from_nanos(10_000_000),
         slots: 10_000,
     };
     let mut root = NodeSpec::new("root", None);
@@ -736,13 +738,13 @@ fn policed_children_wait_in_the_shaper_and_come_back_early_for_new_days() {
     let mut pol = NodeSpec::new("pol", Some(r));
     pol.discipline = Discipline::CqPolicer;
     pol.calendar = CalendarParams {
-        rate: Some(8_000_000),
+        rate: Some(Rate::from_bps(8_000_000)),
         bucket: Some(3_000),
-        period: Some(1_000),
+        period: Some(Duration::from_nanos(1_000)),
         ..CalendarParams::default()
     };
     pol.limit = Some(RateLimit {
-        rate: 100_000_000,
+        rate: Rate::from_bps(100_000_000),
         burst: 3_000,
     });
     let p = spec.add(pol);
@@ -1052,7 +1054,7 @@ fn calendar_parameters_are_validated_by_node_and_name() {
     let e = err(
         Discipline::CqPolicer,
         CalendarParams {
-            rate: Some(1_000_000),
+            rate: Some(Rate::from_bps(1_000_000)),
             bucket: Some(100),
             ..CalendarParams::default()
         },
@@ -1069,7 +1071,7 @@ fn calendar_parameters_are_validated_by_node_and_name() {
     let e = err(
         Discipline::CqEdf,
         CalendarParams {
-            period: Some(0),
+            period: Some(Duration::from_nanos(0)),
             ..CalendarParams::default()
         },
     );
@@ -1102,14 +1104,14 @@ fn calendar_parameters_are_validated_by_node_and_name() {
 fn cq_tree() -> TreeSpec {
     let mut spec = TreeSpec::new(400);
     spec.shaper = ShaperSpec {
-        horizon: 1_000_000,
+        horizon: Duration::from_nanos(1_000_000),
         slots: 1_000,
     };
     let mut root = NodeSpec::new("root", None);
     root.discipline = Discipline::CqWfq;
     root.calendar = quantum(700);
     root.limit = Some(RateLimit {
-        rate: 900_000_000,
+        rate: Rate::from_bps(900_000_000),
         burst: 4000,
     });
     let r = spec.add(root);
@@ -1117,9 +1119,9 @@ fn cq_tree() -> TreeSpec {
     pol.discipline = Discipline::CqPolicer;
     pol.weight = 2;
     pol.calendar = CalendarParams {
-        rate: Some(50_000_000),
+        rate: Some(Rate::from_bps(50_000_000)),
         bucket: Some(6_000),
-        period: Some(2_000),
+        period: Some(Duration::from_nanos(2_000)),
         ..CalendarParams::default()
     };
     let p = spec.add(pol);
@@ -1136,14 +1138,14 @@ fn cq_tree() -> TreeSpec {
     edf.discipline = Discipline::CqEdf;
     edf.weight = 3;
     edf.calendar = CalendarParams {
-        period: Some(5_000),
+        period: Some(Duration::from_nanos(5_000)),
         days: Some(vec![8, 8]),
         ..CalendarParams::default()
     };
     edf.per_flow = Some(PerFlow {
         max_flows: 6,
         flow_limit: Some(RateLimit {
-            rate: 40_000_000,
+            rate: Rate::from_bps(40_000_000),
             burst: 1500,
         }),
         flow_queue_limit: None,
@@ -1153,14 +1155,14 @@ fn cq_tree() -> TreeSpec {
     clock.discipline = Discipline::CqEdf;
     clock.calendar = CalendarParams {
         rotation: Some(EdfRotation::Clock),
-        period: Some(3_000),
+        period: Some(Duration::from_nanos(3_000)),
         ..CalendarParams::default()
     };
     let c = spec.add(clock);
     spec.add(NodeSpec::new("c1", Some(c)));
     let mut c2 = NodeSpec::new("c2", Some(c));
     c2.limit = Some(RateLimit {
-        rate: 20_000_000,
+        rate: Rate::from_bps(20_000_000),
         burst: 1500,
     });
     spec.add(c2);
@@ -1181,9 +1183,9 @@ fn cq_tree() -> TreeSpec {
     let mut plcflows = NodeSpec::new("plcflows", Some(r));
     plcflows.discipline = Discipline::CqPolicer;
     plcflows.calendar = CalendarParams {
-        rate: Some(30_000_000),
+        rate: Some(Rate::from_bps(30_000_000)),
         bucket: Some(4_000),
-        period: Some(500),
+        period: Some(Duration::from_nanos(500)),
         ..CalendarParams::default()
     };
     plcflows.per_flow = Some(PerFlow {

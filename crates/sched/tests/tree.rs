@@ -4,7 +4,7 @@
 use eiffel_sched::tree::{
     Discipline, NodeSpec, PerFlow, QueueChoice, RateLimit, ShaperSpec, TreeSpec,
 };
-use eiffel_sched::{DropReason, Nanos, Packet, PolicyTree, Scheduler};
+use eiffel_sched::{DropReason, Duration, Nanos, Packet, PolicyTree, Rate, Scheduler};
 use proptest::prelude::*;
 
 /// One arrival: time, leaf name, packet.
@@ -291,8 +291,8 @@ fn assert_conforms(
         for i in j.saturating_sub(200)..=j {
             let bytes = prefix[j + 1] - prefix[i];
             let dt = mine[j].at - mine[i].at + slack_ns;
-            let allowed =
-                (u128::from(limit.rate) * u128::from(dt) / 8_000_000_000) as u64 + limit.burst;
+            let allowed = (u128::from(limit.rate.bps()) * u128::from(dt) / 8_000_000_000) as u64
+                + limit.burst;
             assert!(
                 bytes <= allowed,
                 "{what}: {bytes} bytes in {} ns > {allowed}",
@@ -322,13 +322,13 @@ fn long_run_rate(
 fn fig6_limits_hold_on_one_path_and_shares_split_the_rest() {
     let mut spec = TreeSpec::new(200_000);
     spec.shaper = ShaperSpec {
-        horizon: 100_000_000,
+        horizon: Duration::from_nanos(100_000_000),
         slots: 100_000,
     };
     let mut root = NodeSpec::new("root", None);
     root.discipline = Discipline::Wfq;
     root.limit = Some(RateLimit {
-        rate: 50_000_000,
+        rate: Rate::from_bps(50_000_000),
         burst: 3000,
     });
     let r = spec.add(root);
@@ -337,14 +337,14 @@ fn fig6_limits_hold_on_one_path_and_shares_split_the_rest() {
     let mut right = NodeSpec::new("right", Some(r));
     right.discipline = Discipline::Wfq;
     right.limit = Some(RateLimit {
-        rate: 10_000_000,
+        rate: Rate::from_bps(10_000_000),
         burst: 3000,
     });
     let _l = spec.add(left);
     let rr = spec.add(right);
     let mut r1 = NodeSpec::new("r1", Some(rr));
     r1.limit = Some(RateLimit {
-        rate: 7_000_000,
+        rate: Rate::from_bps(7_000_000),
         burst: 1500,
     });
     spec.add(r1);
@@ -381,7 +381,7 @@ fn fig6_limits_hold_on_one_path_and_shares_split_the_rest() {
         &deps,
         |_| true,
         RateLimit {
-            rate: 50_000_000,
+            rate: Rate::from_bps(50_000_000),
             burst: 3000,
         },
         slack,
@@ -391,7 +391,7 @@ fn fig6_limits_hold_on_one_path_and_shares_split_the_rest() {
         &deps,
         |p| p.class == r1 || p.class == r2,
         RateLimit {
-            rate: 10_000_000,
+            rate: Rate::from_bps(10_000_000),
             burst: 3000,
         },
         slack,
@@ -401,7 +401,7 @@ fn fig6_limits_hold_on_one_path_and_shares_split_the_rest() {
         &deps,
         |p| p.class == r1,
         RateLimit {
-            rate: 7_000_000,
+            rate: Rate::from_bps(7_000_000),
             burst: 1500,
         },
         slack,
@@ -420,13 +420,13 @@ fn leaf_limit_binds_below_an_internal_limit() {
     let mut right = NodeSpec::new("right", Some(r));
     right.discipline = Discipline::Wfq;
     right.limit = Some(RateLimit {
-        rate: 10_000_000,
+        rate: Rate::from_bps(10_000_000),
         burst: 3000,
     });
     let rr = spec.add(right);
     let mut r1 = NodeSpec::new("r1", Some(rr));
     r1.limit = Some(RateLimit {
-        rate: 2_000_000,
+        rate: Rate::from_bps(2_000_000),
         burst: 1500,
     });
     spec.add(r1);
@@ -444,7 +444,7 @@ fn leaf_limit_binds_below_an_internal_limit() {
         &deps,
         |p| p.class == r1,
         RateLimit {
-            rate: 2_000_000,
+            rate: Rate::from_bps(2_000_000),
             burst: 1500,
         },
         tree.shaper_granularity(),
@@ -587,7 +587,7 @@ fn hclock_meets_reservations_before_shares() {
     a.weight = 9;
     let mut b = NodeSpec::new("b", Some(r));
     b.weight = 1;
-    b.reservation = Some(600_000_000);
+    b.reservation = Some(Rate::from_bps(600_000_000));
     spec.add(a);
     spec.add(b);
     let mut tree = PolicyTree::new(spec).unwrap();
@@ -616,7 +616,7 @@ fn per_flow_pacing_holds_every_flow_to_its_rate() {
     leaf.per_flow = Some(PerFlow {
         max_flows: 100,
         flow_limit: Some(RateLimit {
-            rate: 1_000_000,
+            rate: Rate::from_bps(1_000_000),
             burst: 1500,
         }),
         flow_queue_limit: None,
@@ -641,7 +641,7 @@ fn per_flow_pacing_holds_every_flow_to_its_rate() {
             &deps,
             |p| p.flow == f,
             RateLimit {
-                rate: 1_000_000,
+                rate: Rate::from_bps(1_000_000),
                 burst: 1500,
             },
             tree.shaper_granularity(),
@@ -711,13 +711,13 @@ fn structural_mistakes_are_refused() {
 fn mixed_tree() -> TreeSpec {
     let mut spec = TreeSpec::new(500);
     spec.shaper = ShaperSpec {
-        horizon: 1_000_000,
+        horizon: Duration::from_nanos(1_000_000),
         slots: 1_000,
     };
     let mut root = NodeSpec::new("root", None);
     root.discipline = Discipline::Strict;
     root.limit = Some(RateLimit {
-        rate: 800_000_000,
+        rate: Rate::from_bps(800_000_000),
         burst: 4000,
     });
     let r = spec.add(root);
@@ -727,9 +727,9 @@ fn mixed_tree() -> TreeSpec {
     let h = spec.add(hc);
     let mut w = NodeSpec::new("w", Some(h));
     w.discipline = Discipline::Wfq;
-    w.reservation = Some(100_000_000);
+    w.reservation = Some(Rate::from_bps(100_000_000));
     w.limit = Some(RateLimit {
-        rate: 200_000_000,
+        rate: Rate::from_bps(200_000_000),
         burst: 3000,
     });
     let wi = spec.add(w);
@@ -747,7 +747,7 @@ fn mixed_tree() -> TreeSpec {
     paced.per_flow = Some(PerFlow {
         max_flows: 8,
         flow_limit: Some(RateLimit {
-            rate: 50_000_000,
+            rate: Rate::from_bps(50_000_000),
             burst: 1500,
         }),
         flow_queue_limit: None,
@@ -763,7 +763,7 @@ fn mixed_tree() -> TreeSpec {
     spec.add(plain);
     let mut urgent = NodeSpec::new("urgent", Some(r));
     urgent.limit = Some(RateLimit {
-        rate: 100_000_000,
+        rate: Rate::from_bps(100_000_000),
         burst: 1500,
     });
     spec.add(urgent);
@@ -776,7 +776,7 @@ fn mixed_tree() -> TreeSpec {
     spec.add(fq1);
     let mut fq2 = NodeSpec::new("fq2", Some(f));
     fq2.limit = Some(RateLimit {
-        rate: 30_000_000,
+        rate: Rate::from_bps(30_000_000),
         burst: 1500,
     });
     spec.add(fq2);

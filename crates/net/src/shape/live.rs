@@ -218,8 +218,9 @@ impl Scheduler for LiveTree {
 mod tests {
     use super::*;
     use eiffel_sched::tree::{Discipline, NodeSpec, RateLimit};
+    use eiffel_sched::Rate;
 
-    fn spec(leaves: &[(&str, Option<u64>)], capacity: u32) -> TreeSpec {
+    fn spec(leaves: &[(&str, Option<Rate>)], capacity: u32) -> TreeSpec {
         let mut s = TreeSpec::new(capacity);
         let mut root = NodeSpec::new("root", None);
         root.discipline = Discipline::Wfq;
@@ -250,7 +251,8 @@ mod tests {
     #[test]
     fn drain_empties_a_shaped_tree_in_order() {
         // 10 packets behind a 12 kbit/s limit: one per second of tree time.
-        let mut tree = PolicyTree::new(spec(&[("slow", Some(12_000))], 64)).unwrap();
+        let mut tree =
+            PolicyTree::new(spec(&[("slow", Some(Rate::from_bps(12_000)))], 64)).unwrap();
         let leaf = tree.leaf("slow").unwrap();
         for seq in 0..10 {
             tree.enqueue(Packet::new(0, 1500).class(leaf).buffer(seq), 0)

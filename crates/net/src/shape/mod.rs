@@ -113,7 +113,7 @@ impl LinkRate {
             LinkRate::FromPolicy { default_bps } => spec
                 .root()
                 .and_then(|r| spec.nodes[r].limit)
-                .map_or(default_bps, |l| l.rate),
+                .map_or(default_bps, |l| l.rate.bps()),
         }
     }
 }
@@ -267,7 +267,7 @@ fn node_info(tree: &PolicyTree) -> Vec<NodeInfo> {
             discipline: v.discipline.clone().unwrap_or_else(|| "fifo".into()),
             weight: v.spec.weight,
             priority: v.spec.priority,
-            limit_bps: v.spec.limit.map(|l| l.rate),
+            limit_bps: v.spec.limit.map(|l| l.rate.bps()),
         })
         .collect()
 }

@@ -203,6 +203,7 @@ use super::spec::{calendar_levels, Discipline, EdfRotation, NodeSpec, TreeSpec, 
 use super::txn::Unit;
 use crate::packet::{Nanos, Packet};
 use crate::scheduler::ConfigError;
+use crate::time::{Rate, Rounding};
 
 /// The fairness bound of `cq-wfq` between two units continuously backlogged over
 /// an interval: the largest difference of their services normalized by weight,
@@ -232,10 +233,10 @@ pub fn b_wfi_bound(quantum: u32, k: usize, units: &[(u32, u32)]) -> f64 {
 /// Fraction bits of the policer's fixed-point nanoseconds.
 const FRAC: u32 = 16;
 
-/// Time to send `bytes` at `rate` bits/s, in fixed-point nanoseconds.
+/// Time to send `bytes` at `rate`, in fixed-point nanoseconds.
 #[inline]
-fn cost(rate: u64, bytes: u64) -> u128 {
-    ((u128::from(bytes) * 8_000_000_000) << FRAC) / u128::from(rate.max(1))
+fn cost(rate: Rate, bytes: u64) -> u128 {
+    rate.tx_time_fixed(bytes, FRAC, Rounding::Down)
 }
 
 /// `f(k)`: days after the current round for a packet with `k` bytes remaining,
@@ -359,7 +360,7 @@ enum Policy {
     /// physical calendar.
     Policer {
         period: u64,
-        rate: u64,
+        rate: Rate,
         bucket: u64,
         /// The tree's shaper precision: days begun by `now + slack` are released.
         slack: Nanos,
@@ -401,7 +402,7 @@ impl CalendarSched {
         let p = &node.calendar;
         let mtu = u64::from(spec.mtu);
         let quantum = u64::from(p.quantum.unwrap_or(spec.mtu).max(1));
-        let period = p.period.unwrap_or(DEFAULT_PERIOD).max(1);
+        let period = p.period.unwrap_or(DEFAULT_PERIOD).as_nanos().max(1);
         let (policy, rotation, granularity) = match node.discipline {
             Discipline::CqWfq => (Policy::Wfq { quantum, burst: 0 }, Rotation::Logical, 1),
             Discipline::CqWfqBurst => (
@@ -435,7 +436,7 @@ impl CalendarSched {
             Discipline::CqPolicer => (
                 Policy::Policer {
                     period,
-                    rate: p.rate.unwrap_or(1).max(1),
+                    rate: Rate::from_bps(p.rate.map_or(1, Rate::bps).max(1)),
                     bucket: p.bucket.unwrap_or(8 * mtu),
                     slack,
                     vt: vec![0; units.len()],
@@ -679,7 +680,7 @@ impl CalendarSched {
         match &mut self.policy {
             Policy::Wfq { .. } => self.units[u as usize].start += u64::from(sent.len),
             Policy::Policer { rate, vt, .. } => {
-                vt[u as usize] += cost(*rate * u64::from(w), u64::from(sent.len));
+                vt[u as usize] += cost(rate.times(u64::from(w)), u64::from(sent.len));
             }
             Policy::PfabricFair { pool, tags, .. } => pool.pop(&mut tags[u as usize]),
             Policy::Edf { .. } => {}
@@ -732,7 +733,7 @@ impl CalendarSched {
         let w = u64::from(self.units[u as usize].weight.max(1));
         let day_start = u128::from((now / *period) * *period) << FRAC;
         let early = vt[u as usize].saturating_sub(day_start);
-        let early_bytes = (early * u128::from(*rate * w)) / (8_000_000_000u128 << FRAC);
+        let early_bytes = rate.times(w).bytes_in_fixed(early, FRAC);
         early_bytes + u128::from(queued) + u128::from(pkt.len)
             > u128::from(bucket.saturating_mul(w))
     }
@@ -860,8 +861,11 @@ mod tests {
     #[test]
     fn policer_cost_is_exact() {
         // 8 Mbit/s: one byte per microsecond.
-        assert_eq!(cost(8_000_000, 1500) >> FRAC, 1_500_000);
+        assert_eq!(cost(Rate::from_bps(8_000_000), 1500) >> FRAC, 1_500_000);
         // 64 bytes at 100 Gbit/s: 5.12 ns.
-        assert_eq!(cost(100_000_000_000, 64), (512u128 << FRAC) / 100);
+        assert_eq!(
+            cost(Rate::from_bps(100_000_000_000), 64),
+            (512u128 << FRAC) / 100
+        );
     }
 }

@@ -61,8 +61,8 @@ pub use select::QueuePlan;
 use select::{plan, QueueNeeds};
 use shaper::{Gcra, Shaper, Throttled, UNIT_NODE};
 pub use spec::{
-    Bps, CalendarParams, Discipline, EdfRotation, NodeSpec, PerFlow, QueueChoice, RateLimit,
-    ShaperSpec, TreeSpec,
+    CalendarParams, Discipline, EdfRotation, NodeSpec, PerFlow, QueueChoice, RateLimit, ShaperSpec,
+    TreeSpec,
 };
 use txn::Builtin;
 pub use txn::{Transaction, Unit, VT_SCALE};
@@ -190,7 +190,7 @@ fn child_units(spec: &TreeSpec, children: &[usize]) -> Vec<Unit> {
             Unit {
                 weight: n.weight,
                 priority: n.priority,
-                reservation: n.reservation.unwrap_or(0),
+                reservation: n.reservation,
                 ..Unit::default()
             }
         })

@@ -20,6 +20,7 @@ use super::txn::{vt_cost, Builtin, Unit};
 use crate::flows::FlowCore;
 use crate::packet::{Nanos, Packet};
 use crate::scheduler::{ConfigError, FlowConfig};
+use crate::time::Rate;
 use crate::{DrrCore, QfqCore, Wf2qCore};
 
 /// A ranked node: one integer priority queue of units and a transaction.
@@ -174,10 +175,10 @@ impl Hclock {
     }
 }
 
-/// Time to send `len` bytes at `bps`, in ns (at least 1).
+/// Time to send `len` bytes at `rate`, in ns (at least 1).
 #[inline]
-fn time_cost(len: u32, bps: u64) -> u64 {
-    (u64::from(len) * 8_000_000_000 / bps.max(1)).max(1)
+fn time_cost(len: u32, rate: Rate) -> u64 {
+    rate.tx_time(u64::from(len)).as_nanos().max(1)
 }
 
 /// Inserts or re-ranks `u` in `q`.
@@ -243,7 +244,7 @@ impl NodeSched {
             }
             NodeSched::Hclock(h) => {
                 let unit = &mut h.units[u as usize];
-                if unit.reservation > 0 {
+                if unit.reservation.is_some() {
                     unit.start = unit.start.max(now);
                     let rank = unit.start;
                     place(&mut h.reservations, &mut h.rh, u, rank);
@@ -351,13 +352,14 @@ impl NodeSched {
             }
             NodeSched::Hclock(h) => {
                 let unit = &mut h.units[u as usize];
-                if h.by_reservation {
-                    unit.start += time_cost(sent.len, unit.reservation);
+                if let Some(rate) = unit.reservation.filter(|_| h.by_reservation) {
+                    unit.start += time_cost(sent.len, rate);
                 } else {
                     h.vtime = h.vtime.max(unit.finish);
                     unit.finish += vt_cost(sent.len, unit.weight);
                 }
-                let (r_tag, p_tag, reserved) = (unit.start, unit.finish, unit.reservation > 0);
+                let (r_tag, p_tag, reserved) =
+                    (unit.start, unit.finish, unit.reservation.is_some());
                 if next.is_some() {
                     if reserved {
                         place(&mut h.reservations, &mut h.rh, u, r_tag);

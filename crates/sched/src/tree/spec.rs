@@ -5,15 +5,13 @@
 use eiffel_queue::{QueueKind, MAX_CALENDAR_LEVELS, MAX_HIER_BUCKETS};
 
 use crate::scheduler::ConfigError;
-
-/// Bits per second.
-pub type Bps = u64;
+use crate::time::{Duration, Rate};
 
 /// A rate limit with a burst allowance, enforced by the tree's one shaper.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RateLimit {
-    /// Long-run rate in bits per second (at least 1).
-    pub rate: Bps,
+    /// Long-run rate (at least 1 bit/s).
+    pub rate: Rate,
     /// Bytes that may leave back to back after an idle period (at least one
     /// packet's worth is always allowed).
     pub burst: u64,
@@ -283,15 +281,15 @@ pub struct CalendarParams {
     pub burst_allowance: Option<u64>,
     /// `cq-edf`, `cq-policer`: the length of a day, `dT`. EDF orders deadlines
     /// to within one day; the policer releases each unit's bytes day by day.
-    /// Nanoseconds; default 10000 (the paper's 10 us); 1..=10^12.
-    pub period: Option<u64>,
+    /// Default 10 us (the paper's); 1 ns..=1000 s.
+    pub period: Option<Duration>,
     /// `cq-edf`: how the calendar rotates; default [`EdfRotation::Clock`], which
     /// meets as many deadlines as exact EDF; [`EdfRotation::OnEmpty`] is the
     /// paper's Fig. 3 with its skew correction.
     pub rotation: Option<EdfRotation>,
     /// `cq-policer`: the rate of each unit at weight 1 (a unit of weight `w` gets
-    /// `w * rate`). Bits per second; required; 1..=10^13.
-    pub rate: Option<Bps>,
+    /// `w * rate`). Required; 1 bit/s..=10 Tbit/s.
+    pub rate: Option<Rate>,
     /// `cq-policer`: the bucket size: most bytes a unit (at weight 1) may hold
     /// queued or scheduled beyond the current day; a packet that would exceed it
     /// is dropped. Scaled by the unit's weight. Bytes; default 8 x MTU;
@@ -332,16 +330,16 @@ impl CalendarParams {
 }
 
 /// Default length of a day of `cq-edf` and `cq-policer`: the paper's 10 us.
-pub const DEFAULT_PERIOD: u64 = 10_000;
+pub const DEFAULT_PERIOD: Duration = Duration::from_micros(10);
 
 /// Longest day accepted: 1000 s.
-pub const MAX_PERIOD: u64 = 1_000_000_000_000;
+pub const MAX_PERIOD: Duration = Duration::from_secs(1_000);
 
 /// Largest `burst_allowance` and `bucket` accepted: 1 TiB.
 pub const MAX_CALENDAR_BYTES: u64 = 1 << 40;
 
 /// Highest `cq-policer` rate accepted: 10 Tbit/s.
-pub const MAX_POLICER_RATE: Bps = 10_000_000_000_000;
+pub const MAX_POLICER_RATE: Rate = Rate::from_gbps(10_000);
 
 /// A leaf that keeps one FIFO per flow and orders the flows (Eiffel's per-flow
 /// primitive).
@@ -370,7 +368,7 @@ pub struct NodeSpec {
     /// Level at a strict-priority parent (0 is served first).
     pub priority: u32,
     /// Guaranteed rate at an hClock parent.
-    pub reservation: Option<Bps>,
+    pub reservation: Option<Rate>,
     /// Rate limit on this node's output.
     pub limit: Option<RateLimit>,
     /// Queue type and geometry for ranked disciplines.
@@ -403,11 +401,11 @@ impl NodeSpec {
     }
 }
 
-/// The shaper's geometry: a timing wheel of `slots` slots covering `horizon` ns.
+/// The shaper's geometry: a timing wheel of `slots` slots covering `horizon`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ShaperSpec {
-    /// Nanoseconds covered ahead of now.
-    pub horizon: u64,
+    /// Time covered ahead of now.
+    pub horizon: Duration,
     /// Number of slots; the granularity is `horizon / slots`.
     pub slots: usize,
 }
@@ -417,7 +415,7 @@ impl Default for ShaperSpec {
         // 1 s in 2^16 slots of about 15 us: finer than one 1500-byte packet at
         // 1 Gbit/s, 512 KiB of slot lists.
         ShaperSpec {
-            horizon: 1_000_000_000,
+            horizon: Duration::from_secs(1),
             slots: 1 << 16,
         }
     }
@@ -513,10 +511,11 @@ impl TreeSpec {
         if self.mtu == 0 {
             return invalid("mtu must be at least 1 byte".into());
         }
-        if self.shaper.slots == 0 || self.shaper.horizon < self.shaper.slots as u64 {
+        let horizon = self.shaper.horizon.as_nanos();
+        if self.shaper.slots == 0 || horizon < self.shaper.slots as u64 {
             return invalid(format!(
-                "shaper: {} slots cannot cover a horizon of {} ns (at least 1 ns per slot)",
-                self.shaper.slots, self.shaper.horizon
+                "shaper: {} slots cannot cover a horizon of {horizon} ns (at least 1 ns per slot)",
+                self.shaper.slots
             ));
         }
         let roots: Vec<&str> = self
@@ -556,12 +555,12 @@ impl TreeSpec {
                 ("flow limit", n.per_flow.and_then(|f| f.flow_limit)),
             ] {
                 if let Some(l) = l {
-                    if l.rate == 0 {
+                    if l.rate.is_zero() {
                         return invalid(format!("node {:?}: {what} rate must be positive", n.name));
                     }
                 }
             }
-            if n.reservation == Some(0) {
+            if n.reservation.is_some_and(Rate::is_zero) {
                 return invalid(format!("node {:?}: reservation must be positive", n.name));
             }
             if let Some(pf) = n.per_flow {
@@ -680,16 +679,22 @@ impl TreeSpec {
             }
         }
         if let Some(t) = p.period {
-            if t == 0 || t > MAX_PERIOD {
-                return invalid(format!("`period` of {t} ns is outside 1..={MAX_PERIOD}"));
+            if t.is_zero() || t > MAX_PERIOD {
+                return invalid(format!(
+                    "`period` of {} ns is outside 1..={}",
+                    t.as_nanos(),
+                    MAX_PERIOD.as_nanos()
+                ));
             }
         }
         if d == Discipline::CqPolicer {
             match p.rate {
                 None => return invalid("cq-policer needs a `rate`".into()),
-                Some(r) if r == 0 || r > MAX_POLICER_RATE => {
+                Some(r) if r.is_zero() || r > MAX_POLICER_RATE => {
                     return invalid(format!(
-                        "`rate` of {r} bit/s is outside 1..={MAX_POLICER_RATE}"
+                        "`rate` of {} bit/s is outside 1..={}",
+                        r.bps(),
+                        MAX_POLICER_RATE.bps()
                     ))
                 }
                 Some(_) => {}
@@ -763,11 +768,10 @@ fn min_reach(spec: &TreeSpec, i: usize) -> u64 {
         }
         Discipline::CqPolicer => {
             // Rate and bucket both scale with the weight: the time is the same.
-            let rate = u128::from(p.rate.unwrap_or(1).max(1));
-            let bucket = u128::from(p.bucket.unwrap_or(8 * mtu));
-            let period = u128::from(p.period.unwrap_or(DEFAULT_PERIOD).max(1));
-            let ns = (bucket * 8_000_000_000).div_ceil(rate);
-            (ns.div_ceil(period) + 2).min(u128::from(u64::MAX)) as u64
+            let rate = p.rate.unwrap_or(Rate::from_bps(1));
+            let bucket = p.bucket.unwrap_or(8 * mtu);
+            let period = p.period.unwrap_or(DEFAULT_PERIOD);
+            rate.tx_periods_ceil(bucket, period).saturating_add(2)
         }
         Discipline::CqPfabricFair => 65,
         _ => 1,

@@ -27,6 +27,7 @@
 use core::fmt;
 
 use crate::packet::{Nanos, Packet};
+use crate::time::Rate;
 
 /// Virtual-time units per byte at weight 1: `L` bytes at weight `w` advance a
 /// unit's virtual time by `L * VT_SCALE / w`. 2^16 keeps one byte at the largest
@@ -40,8 +41,8 @@ pub struct Unit {
     pub weight: u32,
     /// Configured priority (children: their `priority`; flows: 0).
     pub priority: u32,
-    /// Reserved rate in bits/s for hClock (0: none).
-    pub reservation: u64,
+    /// Reserved rate for hClock, if any.
+    pub reservation: Option<Rate>,
     /// Free for the transaction (`wfq`: virtual start; hClock: reservation tag).
     pub start: u64,
     /// Free for the transaction (`wfq`: virtual finish; hClock: share tag).
