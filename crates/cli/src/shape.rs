@@ -15,7 +15,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use clap::Args;
-use eiffel_net::shape::{Bump, LinkRate, PolicySource, ShapeConfig, DEFAULT_LINK_RATE_BPS};
+use eiffel_net::shape::{Bump, LinkRate, ShapeConfig, DEFAULT_LINK_RATE_BPS};
 use eiffel_policy::units::{self, fmt_rate, RateUnit, TimeUnit};
 use eiffel_policy::Policy;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -76,14 +76,6 @@ pub struct ShapeArgs {
 
 type Error = Box<dyn std::error::Error>;
 
-fn source(policy: &Policy) -> PolicySource {
-    PolicySource {
-        name: policy.file_name().to_owned(),
-        tree: policy.spec().clone(),
-        classify: policy.classify_spec().clone(),
-    }
-}
-
 fn duration(text: &str, what: &str) -> Result<Duration, Error> {
     let t = units::parse::<TimeUnit>(text).map_err(|e| format!("--{what}: {e}"))?;
     Ok(Duration::from_nanos(t.get()))
@@ -138,7 +130,7 @@ fn reload(bump: &Bump, file: &Path) -> ReloadAnswer {
         }
         Ok(p) => {
             warn_workload_rules(&p);
-            match bump.reload(source(&p)) {
+            match bump.reload(&p) {
                 Ok(r) => ReloadAnswer {
                     ok: true,
                     error: None,
@@ -224,7 +216,7 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
     // Signals are caught from here on, so a stop during start-up is not lost.
     let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP])
         .map_err(|e| format!("cannot install signal handlers: {e}"))?;
-    let bump = Bump::start(&cfg, source(&policy))?;
+    let bump = Bump::start(&cfg, &policy)?;
     let listener = match bind(&socket) {
         Ok(l) => l,
         Err(e) => {

@@ -15,8 +15,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use eiffel_classify::{Classifier, FlowTableConfig, MalformedAction, RuleSet};
 use eiffel_net::afpacket::{RxConfig, TxConfig};
-use eiffel_net::classify::{Classifier, FlowTableConfig, MalformedAction, RuleSet};
 use eiffel_net::forward::{ForwardConfig, Forwarder, Port};
 use eiffel_net::testbed::blast::{count, generate, thread_cpu_ns, udp_frame};
 use eiffel_net::testbed::{Role, Testbed, MIDDLE_IN, MIDDLE_OUT};
@@ -46,7 +46,7 @@ fn forwarder(bed: &Testbed) -> Result<Forwarder<Fifo>, String> {
         RuleSet::default_only(0),
         FlowTableConfig {
             max_flows: 1024,
-            idle_timeout: 10_000_000_000,
+            idle_timeout: eiffel_sched::Duration::from_secs(10),
         },
         MalformedAction::Forward,
     )

@@ -1,16 +1,13 @@
-//! Linux packet I/O, header parsing and classification for Eiffel.
+//! Linux packet I/O for Eiffel.
 //!
 //! Takes frames off a Linux interface, reduces each to an [`eiffel_sched::Packet`]
-//! descriptor for a scheduler, and puts the frames the scheduler releases back on the
-//! wire. The payload stays in a preallocated buffer pool; only descriptors travel.
+//! descriptor for a scheduler (classified by `eiffel-classify`, the sans-IO
+//! crate of header parsing, rules and the flow table), and puts the frames the
+//! scheduler releases back on the wire. The payload stays in a preallocated buffer
+//! pool; only descriptors travel.
 //!
 //! # Layers
 //! Sans-IO (no system call, no clock; `now` is passed in):
-//! - [`wire`]: Ethernet / 802.1Q / 802.1ad / IPv4 / IPv6 / TCP / UDP headers (via
-//!   `etherparse`) to a `Copy` [`wire::FlowKey`]; malformed frames named by layer.
-//! - [`classify`]: the policy file's rule schema ([`classify::ClassifySpec`]), compiled
-//!   first-match rules, a bounded flow table with idle expiry and LRU eviction, and the
-//!   [`classify::Classifier`] that turns frame bytes into descriptors.
 //! - [`pool`]: the buffer pool whose slot index is `Packet::buffer`.
 //! - [`frames`]: the same for a data path split over threads: one receive thread
 //!   fills slots, transmit and drop paths drain them, without a lock.
@@ -46,7 +43,6 @@
 //! | multiple queues / `PACKET_FANOUT` | no: one ring per interface |
 
 pub mod afpacket;
-pub mod classify;
 pub mod forward;
 pub mod frames;
 pub mod pool;
@@ -55,4 +51,3 @@ mod sync;
 #[allow(unsafe_code)]
 mod sys;
 pub mod testbed;
-pub mod wire;

@@ -5,6 +5,7 @@
 
 use std::fmt::Write as _;
 
+use eiffel_classify::MalformedAction;
 use eiffel_sched::tree::{QueuePlan, TreeSpec};
 use eiffel_sched::PolicyTree;
 
@@ -74,6 +75,16 @@ pub fn describe(policy: &Policy, tree: &PolicyTree) -> String {
         let _ = writeln!(out, "  {}. {conds} -> {}", i + 1, rule.leaf);
     }
     let _ = writeln!(out, "  default -> {}", cls.default);
+    let _ = writeln!(
+        out,
+        "\nlive traffic: a flow table of {} flows (idle timeout {}), malformed frames {}",
+        cls.flow_table.max_flows,
+        cls.flow_table.idle_timeout,
+        match cls.malformed {
+            MalformedAction::Forward => "forwarded to the default leaf",
+            MalformedAction::Drop => "dropped",
+        }
+    );
     out
 }
 

@@ -3,14 +3,15 @@
 
 use std::collections::HashMap;
 
-use eiffel_net::classify::{ClassifySpec, RuleError, RuleSet};
+use eiffel_classify::RuleSet;
 use eiffel_queue::QueueKind;
 use eiffel_sched::tree::spec::{CalendarParams, EdfRotation, MAX_WEIGHT};
 use eiffel_sched::tree::{Discipline, NodeSpec, PerFlow, QueueChoice, RateLimit, TreeSpec};
-use eiffel_sched::{ClassId, ConfigError, PolicyTree};
+use eiffel_sched::{ConfigError, PolicyTree};
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::classify::{self, ClassifyFile, ClassifySpec};
 use crate::error::{KeyIndex, PolicyError};
 use crate::units::{Rate, Size, Time};
 
@@ -25,7 +26,7 @@ struct PolicyFile {
     shaper: Option<ShaperFile>,
     #[serde(default)]
     node: Vec<NodeFile>,
-    classify: Option<ClassifySpec>,
+    classify: Option<ClassifyFile>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -556,74 +557,12 @@ pub(crate) fn compile(index: &KeyIndex, text: &str) -> Result<Compiled, PolicyEr
         .map_err(|e| config_error(index, &spec, &e))?;
     PolicyTree::new(spec.clone()).map_err(|e| config_error(index, &spec, &e))?;
 
-    // Classification.
-    let kids = spec.child_lists();
-    let leaves: Vec<usize> = (0..spec.nodes.len())
-        .filter(|&i| kids[i].is_empty())
-        .collect();
-    let resolve = |name: &str| {
-        spec.find(name)
-            .filter(|&i| kids[i].is_empty())
-            .map(|i| i as ClassId)
-    };
-    let classify = match file.classify {
-        Some(c) => c,
-        None if leaves.len() == 1 => {
-            toml::from_str::<ClassifySpec>(&format!("default = {:?}", spec.nodes[leaves[0]].name))
-                .expect("a default-only classification")
-        }
-        None => {
-            return Err(index.error(0, "classify", format!(
-                "the policy has {} leaves: a [classify] section must say which packets go to which (`default = \"leaf\"` and [[classify.rule]]s)",
-                leaves.len()
-            )))
-        }
-    };
-    let rules = RuleSet::compile(&classify.rules, &classify.default, resolve).map_err(|e| {
-        let (path, msg) = match &e {
-            RuleError::UnknownDefault { leaf } => (
-                "classify.default".to_string(),
-                format!(
-                    "`{leaf}` is not a leaf of the policy{}",
-                    hint_leaf(&spec, leaf)
-                ),
-            ),
-            RuleError::UnknownLeaf { rule, leaf } => (
-                format!("classify.rule[{}].leaf", rule - 1),
-                format!(
-                    "`{leaf}` is not a leaf of the policy{}",
-                    hint_leaf(&spec, leaf)
-                ),
-            ),
-            RuleError::PortsWithoutTransport { rule, .. }
-            | RuleError::MixedConditions { rule, .. } => {
-                (format!("classify.rule[{}]", rule - 1), e.to_string())
-            }
-            _ => ("classify".to_string(), e.to_string()),
-        };
-        index.at_key(&path, msg)
-    })?;
-    for &l in &leaves {
-        let name = &spec.nodes[l].name;
-        if *name != classify.default && !classify.rules.iter().any(|r| r.leaf == *name) {
-            return Err(index.at_key(
-                &format!("node[{l}].name"),
-                format!("leaf `{name}` is reached by no classification rule and is not the default: no packet could ever enter it"),
-            ));
-        }
-    }
+    let (classify, rules) = classify::compile(index, file.classify, &spec)?;
     Ok(Compiled {
         spec,
         classify,
         rules,
     })
-}
-
-fn hint_leaf(spec: &TreeSpec, name: &str) -> &'static str {
-    match spec.find(name) {
-        Some(_) => " (it has children: packets enter at leaves)",
-        None => "",
-    }
 }
 
 /// A rate limit from a `limit`/`burst` (or `flow_limit`/`flow_burst`) pair.

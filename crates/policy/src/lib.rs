@@ -1,5 +1,5 @@
 //! Eiffel policy files: a scheduling policy written as a TOML tree, compiled into
-//! the [`PolicyTree`] of `eiffel-sched` and a classifier from `eiffel-net`, and
+//! the [`PolicyTree`] of `eiffel-sched` and a classifier of `eiffel-classify`, and
 //! workloads to run it against on an emulated link ([`run()`](mod@run)).
 //!
 //! # Policy files
@@ -68,8 +68,9 @@
 //! [`eiffel_sched::tree::spec::CalendarParams`].
 //!
 //! Rates, sizes and durations are strings with units ([`units`]): `"7Mbit"`,
-//! `"1500B"`, `"64KiB"`, `"2s"`. The `[classify]` section is `eiffel-net`'s
-//! [`ClassifySpec`]: `default` (required when the policy has more than one leaf),
+//! `"1500B"`, `"64KiB"`, `"2s"`. The `[classify]` section ([`classify`]) has
+//! `default` (required when the policy has more than one leaf), the flow table's
+//! `max_flows` and `idle_timeout`, `malformed`,
 //! and `[[classify.rule]]`s tried in order, each with a `leaf` and conditions on
 //! header fields (`protocol`, `dst_port`, `src`, `dscp`, `vlan`, ...) for live
 //! traffic, or on workload ids (`flow`, `class`) for simulated runs.
@@ -80,7 +81,9 @@
 //! roots, weights out of range, a rate or size without units, a burst without a
 //! limit, per-flow keys on a node with children, a discipline that orders children
 //! on a node without any, a leaf no rule reaches (unless it is the default), rules
-//! naming nodes that are not leaves, and everything the tree itself refuses.
+//! naming nodes that are not leaves, a flow table larger than a per-flow leaf,
+//! and everything the tree itself refuses. What `eiffel check` accepts, `eiffel
+//! shape` runs.
 //!
 //! ```
 //! use eiffel_policy::Policy;
@@ -109,6 +112,7 @@
 //! assert!(err.to_string().starts_with("bad.toml:3:9: key `node[0].limit`: a bare number"));
 //! ```
 
+pub mod classify;
 pub mod describe;
 mod error;
 mod file;
@@ -118,11 +122,12 @@ pub mod workload;
 
 use std::path::Path;
 
-use eiffel_net::classify::{Classifier, ClassifyError, ClassifySpec, RuleSet};
-use eiffel_net::wire::FlowKey;
+use eiffel_classify::wire::FlowKey;
+use eiffel_classify::{Classifier, RuleSet};
 use eiffel_sched::tree::TreeSpec;
 use eiffel_sched::{ClassId, PolicyTree};
 
+pub use classify::{ClassifyError, ClassifySpec};
 use error::KeyIndex;
 pub use error::PolicyError;
 pub use file::DEFAULT_CAPACITY;
@@ -231,7 +236,7 @@ impl Policy {
     /// # Errors
     /// A flow-table size or timeout out of range.
     pub fn classifier(&self) -> Result<Classifier, ClassifyError> {
-        Classifier::from_spec(&self.classify, |n| self.leaf(n))
+        self.classify.classifier(|n| self.leaf(n))
     }
 
     /// The source text of each classification rule's conditions, in order, as

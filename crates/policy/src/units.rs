@@ -10,7 +10,10 @@
 //! |---|---|
 //! | rate | `bit`, `kbit` (10^3), `Mbit` (10^6), `Gbit` (10^9), `Tbit` (10^12); each may end in `/s`, and `bps`, `kbps`, `Mbps`, `Gbps`, `Tbps` are the same |
 //! | size | `B`; decimal `kB`/`KB` (10^3), `MB` (10^6), `GB` (10^9); binary `KiB` (2^10), `MiB` (2^20), `GiB` (2^30) |
-//! | duration | `ns`, `us` (or `µs`, 10^3 ns), `ms` (10^6 ns), `s` (10^9 ns) |
+//! | duration | `ns`, `us` (or `µs`, 10^3 ns), `ms` (10^6 ns), `s` (10^9 ns), `m` (or `min`, 60 s) |
+//!
+//! This is the one grammar of quantities in policy and workload files: node
+//! keys, the shaper, the `[classify]` section and workloads all read through it.
 
 use core::fmt;
 use core::marker::PhantomData;
@@ -78,13 +81,14 @@ impl Unit for SizeUnit {
 
 impl Unit for TimeUnit {
     const WHAT: &'static str = "duration";
-    const EXAMPLES: &'static str = "\"2s\", \"10ms\" or \"250us\" (ns, us, ms, s)";
+    const EXAMPLES: &'static str = "\"2s\", \"10ms\" or \"250us\" (ns, us, ms, s, m)";
     fn scale(unit: &str) -> Option<u64> {
         match unit {
             "ns" => Some(1),
             "us" | "µs" => Some(1_000),
             "ms" => Some(1_000_000),
             "s" => Some(1_000_000_000),
+            "m" | "min" => Some(60_000_000_000),
             _ => None,
         }
     }
@@ -151,7 +155,7 @@ pub fn parse<U: Unit>(text: &str) -> Result<Quantity<U>, String> {
     }
     if unit.is_empty() {
         return Err(format!(
-            "`{text}` has no unit: write a {} such as {}",
+            "`{text}` has no unit: a {} needs a unit, such as {}",
             U::WHAT,
             U::EXAMPLES
         ));
@@ -270,6 +274,8 @@ mod tests {
         assert_eq!(parse::<TimeUnit>("2s").unwrap().get(), 2_000_000_000);
         assert_eq!(parse::<TimeUnit>("10us").unwrap().get(), 10_000);
         assert_eq!(parse::<TimeUnit>("0.5ms").unwrap().get(), 500_000);
+        assert_eq!(parse::<TimeUnit>("2m").unwrap().get(), 120_000_000_000);
+        assert_eq!(parse::<TimeUnit>("1.5min").unwrap().get(), 90_000_000_000);
     }
 
     #[test]

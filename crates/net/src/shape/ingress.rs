@@ -15,12 +15,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use eiffel_classify::Classifier;
 use eiffel_pspat::{Client, SendError};
 
 use super::stats::{put, ClassifierStats, IngressStats};
 use super::waker::Waker;
 use crate::afpacket::{Interest, PollSet, RxRing};
-use crate::classify::Classifier;
 use crate::frames::Filler;
 
 /// Why a frame was dropped before the scheduler.
@@ -58,7 +58,7 @@ pub(crate) struct IngressCounters {
     flows_created: AtomicU64,
     flows_expired: AtomicU64,
     flows_evicted: AtomicU64,
-    malformed: [AtomicU64; crate::wire::Malformed::COUNT],
+    malformed: [AtomicU64; eiffel_classify::wire::Malformed::COUNT],
 }
 
 impl IngressCounters {
@@ -81,7 +81,7 @@ impl IngressCounters {
     pub(crate) fn classifier(&self) -> ClassifierStats {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let mut malformed = BTreeMap::new();
-        for m in crate::wire::Malformed::ALL {
+        for m in eiffel_classify::wire::Malformed::ALL {
             put(&mut malformed, m.name(), get(&self.malformed[m as usize]));
         }
         ClassifierStats {
@@ -125,7 +125,7 @@ struct Carried {
     created: u64,
     expired: u64,
     evicted: u64,
-    malformed: [u64; crate::wire::Malformed::COUNT],
+    malformed: [u64; eiffel_classify::wire::Malformed::COUNT],
 }
 
 /// The receive thread's state.
@@ -282,7 +282,7 @@ impl Ingress {
         set(&c.flows_created, carried.created + fc.created);
         set(&c.flows_expired, carried.expired + fc.expired);
         set(&c.flows_evicted, carried.evicted + fc.evicted);
-        for m in crate::wire::Malformed::ALL {
+        for m in eiffel_classify::wire::Malformed::ALL {
             set(
                 &c.malformed[m as usize],
                 carried.malformed[m as usize] + cc.malformed.get(m),
@@ -298,7 +298,7 @@ fn carry(mut c: Carried, old: &Classifier) -> Carried {
     c.created += fc.created;
     c.expired += fc.expired;
     c.evicted += fc.evicted;
-    for m in crate::wire::Malformed::ALL {
+    for m in eiffel_classify::wire::Malformed::ALL {
         c.malformed[m as usize] += old.counters().malformed.get(m);
     }
     c

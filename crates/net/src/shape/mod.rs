@@ -67,12 +67,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use eiffel_classify::Classifier;
+use eiffel_policy::Policy;
 use eiffel_pspat::{mailbox, Config, Dispatch, Pspat, ShutdownMode};
 use eiffel_sched::tree::TreeSpec;
 use eiffel_sched::{ConfigError, DropReason, Packet, PolicyTree, Scheduler};
 
 use crate::afpacket::{NetError, RxConfig, RxRing, TxConfig, TxRing};
-use crate::classify::{Classifier, ClassifyError, ClassifySpec};
 use crate::frames::{frame_pool, PoolWatch};
 use egress::{EgressCounters, Reverse, ReverseCounters, TxSink};
 use ingress::{ClassifierSlot, Ingress, IngressCounters};
@@ -177,17 +178,6 @@ impl ShapeConfig {
             realtime: None,
         }
     }
-}
-
-/// A policy to run: the tree and the classification rules, with a name for reports.
-#[derive(Clone, Debug)]
-pub struct PolicySource {
-    /// Where it came from (a file name).
-    pub name: String,
-    /// The tree.
-    pub tree: TreeSpec,
-    /// The classification rules; their leaves name leaves of the tree.
-    pub classify: ClassifySpec,
 }
 
 /// Why a bump could not start or a reload was refused.
@@ -383,35 +373,21 @@ fn realtime(prio: Option<i32>) {
 }
 
 /// Builds the tree and classifier of `policy` against `registry`.
-fn compile(
-    policy: &PolicySource,
-    registry: &mut Registry,
-) -> Result<(LiveTree, Classifier), ShapeError> {
+fn compile(policy: &Policy, registry: &mut Registry) -> Result<(LiveTree, Classifier), ShapeError> {
     let fail = |message: String| ShapeError::Policy {
-        name: policy.name.clone(),
+        name: policy.file_name().to_owned(),
         message,
     };
-    // Live flow ids are flow-table slots, `0..max_flows`: a per-flow leaf must have
-    // a FIFO for each, or the flows beyond its range would all be dropped.
-    for n in &policy.tree.nodes {
-        if let Some(pf) = n.per_flow {
-            if pf.max_flows < policy.classify.max_flows {
-                return Err(fail(format!(
-                    "per-flow leaf `{}` holds {} flows but the flow table (`classify.max_flows`) holds {}: live flow ids go up to the table's size, so give the leaf `flows = {}` or lower `max_flows`",
-                    n.name, pf.max_flows, policy.classify.max_flows, policy.classify.max_flows
-                )));
-            }
-        }
-    }
-    let mut tree = policy.tree.clone();
+    let classify = policy.classify_spec();
+    let mut tree = policy.spec().clone();
     tree.mtu = tree.mtu.saturating_add(FRAME_OVERHEAD);
-    let live =
-        LiveTree::new(tree, &policy.classify.default, registry).map_err(|e| fail(e.to_string()))?;
-    let classifier = Classifier::from_spec(&policy.classify, |name| {
-        live.tree().leaf(name)?;
-        registry.id(name).ok()
-    })
-    .map_err(|e: ClassifyError| fail(e.to_string()))?;
+    let live = LiveTree::new(tree, &classify.default, registry).map_err(|e| fail(e.to_string()))?;
+    let classifier = classify
+        .classifier(|name| {
+            live.tree().leaf(name)?;
+            registry.id(name).ok()
+        })
+        .map_err(|e| fail(e.to_string()))?;
     Ok((live, classifier))
 }
 
@@ -422,7 +398,7 @@ impl Bump {
     /// A missing interface or missing `CAP_NET_RAW` ([`ShapeError::Net`], whose
     /// message says what to do), a policy the tree or classifier refuses, sizes out
     /// of range, or a thread that cannot start.
-    pub fn start(cfg: &ShapeConfig, policy: PolicySource) -> Result<Bump, ShapeError> {
+    pub fn start(cfg: &ShapeConfig, policy: &Policy) -> Result<Bump, ShapeError> {
         if cfg.input == cfg.output {
             return Err(ConfigError::Invalid(format!(
                 "input and output are both `{}`: a bump in the wire joins two interfaces",
@@ -445,11 +421,11 @@ impl Bump {
         let in_tx = TxRing::open(&cfg.input, &cfg.tx)?;
 
         let mut registry = Registry::default();
-        let (live, classifier) = compile(&policy, &mut registry)?;
+        let (live, classifier) = compile(policy, &mut registry)?;
         let nodes = node_info(live.tree());
-        let link_rate_bps = cfg.link_rate.for_policy(&policy.tree);
+        let link_rate_bps = cfg.link_rate.for_policy(policy.spec());
 
-        let wanted = (policy.tree.capacity as usize)
+        let wanted = (policy.spec().capacity as usize)
             .saturating_add(cfg.batch)
             .min(MAX_MAILBOX);
         let line = mailbox::slots_per_line::<Packet>();
@@ -555,7 +531,7 @@ impl Bump {
             link_rate_bps: AtomicU64::new(link_rate_bps),
             started: Instant::now(),
             policy: Mutex::new(PolicyState {
-                name: policy.name,
+                name: policy.file_name().to_owned(),
                 nodes,
                 registry,
                 retired_drops: [0; DropReason::COUNT],
@@ -775,11 +751,11 @@ impl Bump {
     ///
     /// # Errors
     /// The new policy cannot run (nothing changes), or the runtime is stopping.
-    pub fn reload(&self, policy: PolicySource) -> Result<Reloaded, ShapeError> {
+    pub fn reload(&self, policy: &Policy) -> Result<Reloaded, ShapeError> {
         let side = &self.side;
         let mut state = lock(&side.policy);
         let mut registry = state.registry.clone();
-        let (live, classifier) = match compile(&policy, &mut registry) {
+        let (live, classifier) = match compile(policy, &mut registry) {
             Ok(c) => c,
             Err(e) => {
                 state.reloads.refused += 1;
@@ -790,7 +766,7 @@ impl Bump {
         let nodes = node_info(live.tree());
         let link = match side.link_rate {
             LinkRate::Fixed(_) => None,
-            rate @ LinkRate::FromPolicy { .. } => Some(rate.for_policy(&policy.tree)),
+            rate @ LinkRate::FromPolicy { .. } => Some(rate.for_policy(policy.spec())),
         };
         let (moved, retired, link_rate_bps) = self.rt.with_scheduler(move |ctl| {
             let retired = ctl.scheduler().counters().dropped.packets;
@@ -806,7 +782,7 @@ impl Bump {
         side.link_rate_bps.store(link_rate_bps, Ordering::Relaxed);
         state.registry = registry;
         state.nodes = nodes;
-        state.name = policy.name;
+        state.name = policy.file_name().to_owned();
         for (a, b) in state.retired_drops.iter_mut().zip(retired) {
             *a += b;
         }
@@ -911,50 +887,5 @@ impl Drop for Side {
         }
         let _ = self.stop_ingress();
         self.stop_reverse();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use eiffel_sched::tree::{Discipline, NodeSpec, PerFlow, TreeSpec};
-
-    fn source(leaf_flows: u32, table: u32) -> PolicySource {
-        let mut tree = TreeSpec::new(64);
-        let mut root = NodeSpec::new("root", None);
-        root.discipline = Discipline::Wfq;
-        let r = tree.add(root);
-        let mut flows = NodeSpec::new("flows", Some(r));
-        flows.discipline = Discipline::Wfq;
-        flows.per_flow = Some(PerFlow {
-            max_flows: leaf_flows,
-            flow_limit: None,
-            flow_queue_limit: None,
-        });
-        tree.add(flows);
-        let classify: ClassifySpec =
-            toml::from_str(&format!("default = \"flows\"\nmax_flows = {table}\n")).unwrap();
-        PolicySource {
-            name: "p.toml".into(),
-            tree,
-            classify,
-        }
-    }
-
-    #[test]
-    fn per_flow_leaves_cover_the_flow_table() {
-        let mut reg = Registry::default();
-        assert!(compile(&source(1024, 1024), &mut reg).is_ok());
-        let Err(err) = compile(&source(1024, 65536), &mut Registry::default()) else {
-            panic!("a leaf smaller than the flow table is accepted");
-        };
-        let err = err.to_string();
-        assert!(
-            err.contains("p.toml")
-                && err.contains("`flows`")
-                && err.contains("flows = 65536")
-                && err.contains("max_flows"),
-            "{err}"
-        );
     }
 }

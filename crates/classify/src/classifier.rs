@@ -1,6 +1,6 @@
-//! Classification: from frame bytes to a scheduler-ready [`Packet`] descriptor.
+//! The classifier: from frame bytes to a scheduler-ready [`Packet`] descriptor.
 //!
-//! Sans-IO. A [`Classifier`] parses a frame ([`crate::wire::parse`]), looks its
+//! A [`Classifier`] parses a frame ([`crate::wire::parse`]), looks its
 //! [`FlowKey`] up in the bounded [`FlowTable`] (creating the flow and running the
 //! [`RuleSet`] on its first packet only), and returns a [`Packet`] whose `flow` is the
 //! dense flow id and whose `class` is the leaf. The caller sets `buffer` (where the
@@ -11,18 +11,27 @@
 //! as a [`Drop`] with [`DropReason::Malformed`]. Either way they are counted by
 //! reason in [`ClassifyCounters::malformed`].
 
-mod flow_table;
-mod rules;
+use eiffel_sched::{ConfigError, Drop, DropReason, FlowId, Nanos, Packet};
+use serde::Deserialize;
 
-pub use flow_table::{FlowCounters, FlowHit, FlowTable, FlowTableConfig};
-pub use rules::{
-    Atom, ClassifySpec, DscpRange, Duration, EtherType, IdRange, MalformedAction, Matches,
-    PortRange, Prefix, Protocol, RuleError, RuleSet, RuleSpec, VlanRange,
-};
-
-use eiffel_sched::{ClassId, ConfigError, Drop, DropReason, FlowId, Nanos, Packet};
-
+use crate::flow_table::{FlowTable, FlowTableConfig};
+use crate::rules::RuleSet;
 use crate::wire::{self, FlowKey, MalformedCounts};
+
+/// What happens to a frame whose headers cannot be parsed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MalformedAction {
+    /// Forward it, unclassified, in the default leaf (one shared flow,
+    /// [`FlowKey::MALFORMED`]). The default: a bump in the wire stays transparent
+    /// to protocols it does not understand, the end host stays the judge of its own
+    /// packets, and the frames are still scheduled and shaped, so they cannot bypass
+    /// a rate limit.
+    #[default]
+    Forward,
+    /// Drop it, counted as [`eiffel_sched::DropReason::Malformed`].
+    Drop,
+}
 
 /// Counters of a [`Classifier`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -33,18 +42,6 @@ pub struct ClassifyCounters {
     pub malformed: MalformedCounts,
     /// Malformed frames dropped (under [`MalformedAction::Drop`]).
     pub dropped: u64,
-}
-
-/// A classification section that cannot be turned into a classifier.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ClassifyError {
-    /// A rule problem.
-    #[error(transparent)]
-    Rule(#[from] RuleError),
-    /// A sizing problem.
-    #[error("classify: {0}")]
-    Config(#[from] ConfigError),
 }
 
 /// Parser, rules and flow table together: frame bytes in, descriptors out.
@@ -72,42 +69,6 @@ impl Classifier {
             malformed,
             counters: ClassifyCounters::default(),
         })
-    }
-
-    /// A classifier from a policy file's `[classify]` section, resolving leaf names
-    /// with `resolve`.
-    ///
-    /// # Errors
-    /// An unknown leaf, a rule that can never match, or an out-of-range size.
-    ///
-    /// # Examples
-    /// ```
-    /// use eiffel_net::classify::{Classifier, ClassifySpec};
-    /// let spec: ClassifySpec = toml::from_str(r#"
-    ///     default = "bulk"
-    ///     [[rule]]
-    ///     leaf = "interactive"
-    ///     protocol = "tcp"
-    ///     dst_port = 22
-    /// "#).unwrap();
-    /// let leaves = ["bulk", "interactive"];
-    /// let resolve = |name: &str| leaves.iter().position(|l| *l == name).map(|i| i as u32);
-    /// let classifier = Classifier::from_spec(&spec, resolve).unwrap();
-    /// assert_eq!(classifier.rules().len(), 1);
-    /// ```
-    pub fn from_spec(
-        spec: &ClassifySpec,
-        resolve: impl FnMut(&str) -> Option<ClassId>,
-    ) -> Result<Classifier, ClassifyError> {
-        let rules = RuleSet::compile(&spec.rules, &spec.default, resolve)?;
-        Ok(Classifier::new(
-            rules,
-            FlowTableConfig {
-                max_flows: spec.max_flows,
-                idle_timeout: spec.idle_timeout.0,
-            },
-            spec.malformed,
-        )?)
     }
 
     /// Classifies one frame arriving at `now`: a descriptor with `flow`, `class`,
@@ -174,6 +135,3 @@ impl Classifier {
         &self.counters
     }
 }
-
-#[cfg(test)]
-mod tests;
