@@ -23,7 +23,9 @@ use std::hint::black_box;
 use std::time::Instant;
 
 use eiffel_queue::QueueKind;
-use eiffel_sched::tree::{Discipline, NodeSpec, PerFlow, QueueChoice, TreeSpec};
+use eiffel_sched::tree::{
+    CalendarPolicy, Discipline, EdfRotation, NodeSpec, PerFlow, QueueChoice, TreeSpec,
+};
 use eiffel_sched::{Nanos, Packet, PolicyTree, Scheduler};
 use serde::Serialize;
 
@@ -90,21 +92,16 @@ impl Generator {
     }
 }
 
-fn tree(d: Discipline, flows: u32) -> Result<PolicyTree, BenchError> {
+fn tree(d: &Discipline, flows: u32) -> Result<PolicyTree, BenchError> {
     let mut spec = TreeSpec::new(flows * BACKLOG_PER_FLOW + 64);
     let mut leaf = NodeSpec::new("flows", None);
-    leaf.discipline = d;
+    // The ranked baselines on a cffs; the calendars keep their calendar.
+    leaf.discipline = d.clone().on(QueueChoice::kind(QueueKind::Cffs));
     leaf.per_flow = Some(PerFlow {
         max_flows: flows,
         flow_limit: None,
         flow_queue_limit: None,
     });
-    if !d.is_calendar() {
-        leaf.queue = QueueChoice {
-            kind: Some(QueueKind::Cffs),
-            ..QueueChoice::AUTO
-        };
-    }
     spec.add(leaf);
     Ok(PolicyTree::new(spec)?)
 }
@@ -127,7 +124,7 @@ fn steps(t: &mut PolicyTree, g: &mut Generator, now: &mut Nanos, n: u64) {
 }
 
 /// The fastest ns per packet over the repetitions, and the packets timed.
-fn measure(d: Discipline, flows: u32, packets: u64) -> Result<(f64, u64), BenchError> {
+fn measure(d: &Discipline, flows: u32, packets: u64) -> Result<(f64, u64), BenchError> {
     let mut t = tree(d, flows)?;
     let class = t.leaf("flows").ok_or("the bench policy has no leaf")?;
     let mut g = Generator::new(flows, class);
@@ -171,11 +168,16 @@ fn print_table(records: &[Record]) {
 pub fn run(opts: &CommonOpts) -> Result<(), BenchError> {
     let packets = if opts.quick { 300_000 } else { 5_000_000 };
     let mut records = Vec::new();
+    let cq_wfq = Discipline::calendar(CalendarPolicy::Wfq { quantum: None });
+    let cq_edf = Discipline::calendar(CalendarPolicy::Edf {
+        period: None,
+        rotation: EdfRotation::Clock,
+    });
     let cases = [
-        ("wfq", Discipline::Wfq, Discipline::CqWfq),
-        ("edf", Discipline::Edf, Discipline::CqEdf),
+        ("wfq", Discipline::WFQ, cq_wfq),
+        ("edf", Discipline::EDF, cq_edf),
     ];
-    for (case, base, cal) in cases {
+    for (case, base, cal) in &cases {
         for flows in [16u32, 256, 4096, 32768] {
             let (base_ns, base_n) = measure(base, flows, packets)?;
             let (cal_ns, cal_n) = measure(cal, flows, packets)?;
@@ -209,13 +211,13 @@ mod tests {
 
     #[test]
     fn every_discipline_runs_the_workload_without_drops() {
-        for d in [
-            Discipline::Wfq,
-            Discipline::CqWfq,
-            Discipline::Edf,
-            Discipline::CqEdf,
-        ] {
-            let (ns, n) = measure(d, 16, 3_000).unwrap();
+        let cq_wfq = Discipline::calendar(CalendarPolicy::Wfq { quantum: None });
+        let cq_edf = Discipline::calendar(CalendarPolicy::Edf {
+            period: None,
+            rotation: EdfRotation::Clock,
+        });
+        for d in [Discipline::WFQ, cq_wfq, Discipline::EDF, cq_edf] {
+            let (ns, n) = measure(&d, 16, 3_000).unwrap();
             assert!(ns > 0.0 && n == 3_000, "{}", d.name());
         }
     }

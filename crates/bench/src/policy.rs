@@ -130,17 +130,16 @@ const PER_FLOW: u32 = 4;
 fn pfabric(n: u32, kind: QueueKind, packets: u64) -> f64 {
     let mut spec = TreeSpec::new(n * PER_FLOW + 16);
     let mut leaf = NodeSpec::new("flows", None);
-    leaf.discipline = Discipline::Pfabric;
+    leaf.discipline = Discipline::PFABRIC.on(QueueChoice {
+        kind: Some(kind),
+        granularity: Some(1500),
+        ..QueueChoice::AUTO
+    });
     leaf.per_flow = Some(PerFlow {
         max_flows: n,
         flow_limit: None,
         flow_queue_limit: None,
     });
-    leaf.queue = QueueChoice {
-        kind: Some(kind),
-        granularity: Some(1500),
-        ..QueueChoice::AUTO
-    };
     spec.add(leaf);
     let mut tree = PolicyTree::new(spec).expect("valid pfabric tree");
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
@@ -178,11 +177,10 @@ fn hclock(n: u32, kind: Option<QueueKind>, packets: u64) -> f64 {
         slots: 1 << 16,
     };
     let mut root = NodeSpec::new("root", None);
-    root.discipline = Discipline::Hclock;
-    root.queue = QueueChoice {
+    root.discipline = Discipline::HCLOCK.on(QueueChoice {
         kind,
         ..QueueChoice::AUTO
-    };
+    });
     spec.add(root);
     for i in 0..n {
         let mut leaf = NodeSpec::new(format!("l{i}"), Some(0));

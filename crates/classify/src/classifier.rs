@@ -8,10 +8,10 @@
 //!
 //! Malformed frames follow the configured [`MalformedAction`]: forwarded in the
 //! default leaf as the single flow [`FlowKey::MALFORMED`] (default), or handed back
-//! as a [`Drop`] with [`DropReason::Malformed`]. Either way they are counted by
+//! as a [`Dropped`] with [`DropReason::Malformed`]. Either way they are counted by
 //! reason in [`ClassifyCounters::malformed`].
 
-use eiffel_sched::{ConfigError, Drop, DropReason, FlowId, Nanos, Packet};
+use eiffel_sched::{ConfigError, DropReason, Dropped, FlowId, Nanos, Packet};
 use serde::Deserialize;
 
 use crate::flow_table::{FlowTable, FlowTableConfig};
@@ -75,9 +75,9 @@ impl Classifier {
     /// `len` and `arrival` set (`buffer` 0, for the caller to fill in).
     ///
     /// # Errors
-    /// A malformed frame under [`MalformedAction::Drop`], handed back as a [`Drop`]
+    /// A malformed frame under [`MalformedAction::Drop`], handed back as a [`Dropped`]
     /// (its descriptor carries the length and arrival time, flow 0).
-    pub fn classify(&mut self, frame: &[u8], now: Nanos) -> Result<Packet, Drop> {
+    pub fn classify(&mut self, frame: &[u8], now: Nanos) -> Result<Packet, Dropped> {
         self.counters.frames += 1;
         let len = u32::try_from(frame.len()).unwrap_or(u32::MAX);
         let key = match wire::parse(frame) {
@@ -88,7 +88,7 @@ impl Classifier {
                     MalformedAction::Forward => FlowKey::MALFORMED,
                     MalformedAction::Drop => {
                         self.counters.dropped += 1;
-                        return Err(Drop {
+                        return Err(Dropped {
                             packet: Packet::new(0, len).at(now),
                             reason: DropReason::Malformed,
                         });

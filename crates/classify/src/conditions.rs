@@ -94,6 +94,100 @@ impl RuleSpec {
     }
 }
 
+/// A condition value that cannot be read.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ValueError {
+    /// A range bound that is not a number.
+    #[error("{what} `{text}`: expected a number or a range \"lo-hi\"")]
+    NotANumber {
+        /// What the value is (`port`, `DSCP`...).
+        what: &'static str,
+        /// The text given.
+        text: String,
+    },
+    /// A range reaching outside `0..=max`.
+    #[error("{what} `{text}` is outside 0..={max}")]
+    RangeOutside {
+        /// What the value is.
+        what: &'static str,
+        /// The text given.
+        text: String,
+        /// The largest value accepted.
+        max: i64,
+    },
+    /// A range whose low end is above its high end.
+    #[error("{what} range `{text}` is empty (low end above high end)")]
+    EmptyRange {
+        /// What the value is.
+        what: &'static str,
+        /// The text given.
+        text: String,
+    },
+    /// A number outside `0..=max`.
+    #[error("{what} {value} is outside 0..={max}")]
+    Outside {
+        /// What the value is.
+        what: &'static str,
+        /// The number given.
+        value: i64,
+        /// The largest value accepted.
+        max: i64,
+    },
+    /// A number beyond any accepted value.
+    #[error("{value} is too large")]
+    TooLarge {
+        /// The number given.
+        value: u64,
+    },
+    /// A name the condition does not know.
+    #[error("unknown {what} `{text}` (use {known})")]
+    UnknownName {
+        /// What the value is.
+        what: &'static str,
+        /// The text given.
+        text: String,
+        /// The names (and forms) accepted.
+        known: &'static str,
+    },
+    /// An EtherType in hex that does not fit 16 bits.
+    #[error("EtherType `{text}` is not a 16-bit hex number")]
+    BadHex {
+        /// The text given.
+        text: String,
+    },
+    /// Text that is not an address.
+    #[error("`{text}` is not an IPv4 or IPv6 address or prefix")]
+    NotAnAddress {
+        /// The text given.
+        text: String,
+    },
+    /// A prefix length beyond the address family's width.
+    #[error("prefix `{text}`: length must be 0..={width}")]
+    PrefixLength {
+        /// The text given.
+        text: String,
+        /// The family's width in bits.
+        width: u8,
+    },
+    /// A prefix with bits set beyond its length.
+    #[error("prefix `{text}` has host bits set (did you mean {network}/{len}?)")]
+    HostBits {
+        /// The text given.
+        text: String,
+        /// The network the prefix most likely means.
+        network: IpAddr,
+        /// The prefix length.
+        len: u8,
+    },
+    /// A number where an address prefix belongs.
+    #[error("{value} is not an address prefix (write it as a string, such as \"10.0.0.0/8\")")]
+    PrefixAsNumber {
+        /// The number given.
+        value: i64,
+    },
+}
+
 /// A value that one element of a condition list can take, read from an integer or a
 /// string.
 pub trait Atom: Sized {
@@ -102,13 +196,13 @@ pub trait Atom: Sized {
     /// From an integer.
     ///
     /// # Errors
-    /// A message saying why the integer is not acceptable.
-    fn from_int(v: i64) -> Result<Self, String>;
+    /// Why the integer is not acceptable.
+    fn from_int(v: i64) -> Result<Self, ValueError>;
     /// From a string.
     ///
     /// # Errors
-    /// A message saying why the string is not acceptable.
-    fn from_text(s: &str) -> Result<Self, String>;
+    /// Why the string is not acceptable.
+    fn from_text(s: &str) -> Result<Self, ValueError>;
 }
 
 /// A condition: one value or a non-empty list of values, any of which may match.
@@ -134,7 +228,7 @@ impl<T: Atom> Visitor<'_> for AtomVisitor<T> {
         T::from_int(v).map_err(E::custom)
     }
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
-        let v = i64::try_from(v).map_err(|_| E::custom(format!("{v} is too large")))?;
+        let v = i64::try_from(v).map_err(|_| E::custom(ValueError::TooLarge { value: v }))?;
         T::from_int(v).map_err(E::custom)
     }
     fn visit_str<E: de::Error>(self, s: &str) -> Result<T, E> {
@@ -192,11 +286,12 @@ impl<'de, T: Atom> Deserialize<'de> for Matches<T> {
 }
 
 /// Parses `"lo-hi"` or `"n"` into an inclusive range within `0..=max`.
-fn parse_range(s: &str, max: i64, what: &str) -> Result<(i64, i64), String> {
-    let parse = |t: &str| -> Result<i64, String> {
-        t.trim()
-            .parse::<i64>()
-            .map_err(|_| format!("{what} `{s}`: expected a number or a range \"lo-hi\""))
+fn parse_range(s: &str, max: i64, what: &'static str) -> Result<(i64, i64), ValueError> {
+    let parse = |t: &str| -> Result<i64, ValueError> {
+        t.trim().parse::<i64>().map_err(|_| ValueError::NotANumber {
+            what,
+            text: s.to_owned(),
+        })
     };
     let (lo, hi) = match s.split_once('-') {
         Some((a, b)) => (parse(a)?, parse(b)?),
@@ -206,21 +301,30 @@ fn parse_range(s: &str, max: i64, what: &str) -> Result<(i64, i64), String> {
         }
     };
     if lo < 0 || hi > max {
-        return Err(format!("{what} `{s}` is outside 0..={max}"));
+        return Err(ValueError::RangeOutside {
+            what,
+            text: s.to_owned(),
+            max,
+        });
     }
     if lo > hi {
-        return Err(format!(
-            "{what} range `{s}` is empty (low end above high end)"
-        ));
+        return Err(ValueError::EmptyRange {
+            what,
+            text: s.to_owned(),
+        });
     }
     Ok((lo, hi))
 }
 
-fn int_in(v: i64, max: i64, what: &str) -> Result<i64, String> {
+fn int_in(v: i64, max: i64, what: &'static str) -> Result<i64, ValueError> {
     if (0..=max).contains(&v) {
         Ok(v)
     } else {
-        Err(format!("{what} {v} is outside 0..={max}"))
+        Err(ValueError::Outside {
+            what,
+            value: v,
+            max,
+        })
     }
 }
 
@@ -245,11 +349,11 @@ macro_rules! inclusive_range {
 
         impl Atom for $name {
             const EXPECTING: &'static str = $expecting;
-            fn from_int(v: i64) -> Result<Self, String> {
+            fn from_int(v: i64) -> Result<Self, ValueError> {
                 let v = int_in(v, $max, $what)? as $ty;
                 Ok($name { lo: v, hi: v })
             }
-            fn from_text(s: &str) -> Result<Self, String> {
+            fn from_text(s: &str) -> Result<Self, ValueError> {
                 let (lo, hi) = parse_range(s, $max, $what)?;
                 Ok($name {
                     lo: lo as $ty,
@@ -313,18 +417,20 @@ fn dscp_name(s: &str) -> Option<u8> {
 impl Atom for DscpRange {
     const EXPECTING: &'static str =
         "a DSCP 0..=63, a range \"lo-hi\", or a name (ef, cs0..cs7, af11..af43)";
-    fn from_int(v: i64) -> Result<Self, String> {
+    fn from_int(v: i64) -> Result<Self, ValueError> {
         let v = int_in(v, 63, "DSCP")? as u8;
         Ok(DscpRange { lo: v, hi: v })
     }
-    fn from_text(s: &str) -> Result<Self, String> {
+    fn from_text(s: &str) -> Result<Self, ValueError> {
         if let Some(v) = dscp_name(s) {
             return Ok(DscpRange { lo: v, hi: v });
         }
         if s.starts_with(|c: char| c.is_ascii_alphabetic()) {
-            return Err(format!(
-                "unknown DSCP name `{s}` (use ef, cs0..cs7, af11..af43 or a number)"
-            ));
+            return Err(ValueError::UnknownName {
+                what: "DSCP name",
+                text: s.to_owned(),
+                known: "ef, cs0..cs7, af11..af43 or a number",
+            });
         }
         let (lo, hi) = parse_range(s, 63, "DSCP")?;
         Ok(DscpRange {
@@ -341,10 +447,10 @@ pub struct Protocol(pub u8);
 impl Atom for Protocol {
     const EXPECTING: &'static str =
         "a protocol name (tcp, udp, icmp, icmpv6, sctp, gre, esp, ah) or number 0..=255";
-    fn from_int(v: i64) -> Result<Self, String> {
+    fn from_int(v: i64) -> Result<Self, ValueError> {
         Ok(Protocol(int_in(v, 255, "protocol")? as u8))
     }
-    fn from_text(s: &str) -> Result<Self, String> {
+    fn from_text(s: &str) -> Result<Self, ValueError> {
         let n = match s.to_ascii_lowercase().as_str() {
             "icmp" => 1,
             "tcp" => 6,
@@ -355,10 +461,11 @@ impl Atom for Protocol {
             "icmpv6" => 58,
             "sctp" => 132,
             _ => {
-                return Err(format!(
-                    "unknown protocol `{s}` (use tcp, udp, icmp, icmpv6, sctp, gre, esp, ah \
-                     or a number)"
-                ))
+                return Err(ValueError::UnknownName {
+                    what: "protocol",
+                    text: s.to_owned(),
+                    known: "tcp, udp, icmp, icmpv6, sctp, gre, esp, ah or a number",
+                })
             }
         };
         Ok(Protocol(n))
@@ -371,10 +478,10 @@ pub struct EtherType(pub u16);
 
 impl Atom for EtherType {
     const EXPECTING: &'static str = "an EtherType name (ipv4, ipv6, arp) or number";
-    fn from_int(v: i64) -> Result<Self, String> {
+    fn from_int(v: i64) -> Result<Self, ValueError> {
         Ok(EtherType(int_in(v, 0xffff, "EtherType")? as u16))
     }
-    fn from_text(s: &str) -> Result<Self, String> {
+    fn from_text(s: &str) -> Result<Self, ValueError> {
         match s.to_ascii_lowercase().as_str() {
             "ipv4" => Ok(EtherType(ETHERTYPE_IPV4)),
             "ipv6" => Ok(EtherType(ETHERTYPE_IPV6)),
@@ -382,10 +489,12 @@ impl Atom for EtherType {
             _ => match s.strip_prefix("0x") {
                 Some(hex) => u16::from_str_radix(hex, 16)
                     .map(EtherType)
-                    .map_err(|_| format!("EtherType `{s}` is not a 16-bit hex number")),
-                None => Err(format!(
-                    "unknown EtherType `{s}` (use ipv4, ipv6, arp or a number such as 0x88cc)"
-                )),
+                    .map_err(|_| ValueError::BadHex { text: s.to_owned() }),
+                None => Err(ValueError::UnknownName {
+                    what: "EtherType",
+                    text: s.to_owned(),
+                    known: "ipv4, ipv6, arp or a number such as 0x88cc",
+                }),
             },
         }
     }
@@ -420,9 +529,9 @@ impl Prefix {
 }
 
 impl FromStr for Prefix {
-    type Err = String;
+    type Err = ValueError;
 
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, ValueError> {
         let (addr, len) = match s.split_once('/') {
             Some((a, l)) => (a, Some(l)),
             None => (s, None),
@@ -430,7 +539,7 @@ impl FromStr for Prefix {
         let addr: IpAddr = addr
             .trim()
             .parse()
-            .map_err(|_| format!("`{s}` is not an IPv4 or IPv6 address or prefix"))?;
+            .map_err(|_| ValueError::NotAnAddress { text: s.to_owned() })?;
         let (bits, width) = Prefix::bits(addr);
         let len = match len {
             None => width,
@@ -439,7 +548,10 @@ impl FromStr for Prefix {
                 .parse::<u8>()
                 .ok()
                 .filter(|&l| l <= width)
-                .ok_or_else(|| format!("prefix `{s}`: length must be 0..={width}"))?,
+                .ok_or_else(|| ValueError::PrefixLength {
+                    text: s.to_owned(),
+                    width,
+                })?,
         };
         if bits & !Prefix::mask(len) != 0 {
             let net = bits & Prefix::mask(len);
@@ -447,9 +559,11 @@ impl FromStr for Prefix {
                 IpAddr::V4(_) => IpAddr::from(((net >> 96) as u32).to_be_bytes()),
                 IpAddr::V6(_) => IpAddr::from(net.to_be_bytes()),
             };
-            return Err(format!(
-                "prefix `{s}` has host bits set (did you mean {net}/{len}?)"
-            ));
+            return Err(ValueError::HostBits {
+                text: s.to_owned(),
+                network: net,
+                len,
+            });
         }
         Ok(Prefix { addr, len })
     }
@@ -457,12 +571,10 @@ impl FromStr for Prefix {
 
 impl Atom for Prefix {
     const EXPECTING: &'static str = "an address prefix such as \"10.0.0.0/8\" or \"fd00::/8\"";
-    fn from_int(v: i64) -> Result<Self, String> {
-        Err(format!(
-            "{v} is not an address prefix (write it as a string, such as \"10.0.0.0/8\")"
-        ))
+    fn from_int(v: i64) -> Result<Self, ValueError> {
+        Err(ValueError::PrefixAsNumber { value: v })
     }
-    fn from_text(s: &str) -> Result<Self, String> {
+    fn from_text(s: &str) -> Result<Self, ValueError> {
         s.parse()
     }
 }

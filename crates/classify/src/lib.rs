@@ -36,7 +36,8 @@ pub mod wire;
 
 pub use classifier::{Classifier, ClassifyCounters, MalformedAction};
 pub use conditions::{
-    Atom, DscpRange, EtherType, IdRange, Matches, PortRange, Prefix, Protocol, RuleSpec, VlanRange,
+    Atom, DscpRange, EtherType, IdRange, Matches, PortRange, Prefix, Protocol, RuleSpec,
+    ValueError, VlanRange,
 };
 pub use flow_table::{FlowCounters, FlowHit, FlowTable, FlowTableConfig};
 pub use rules::{RuleError, RuleSet};

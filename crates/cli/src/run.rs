@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use eiffel_policy::run::{RunOptions, RunReport};
-use eiffel_policy::units::{self, fmt_rate, fmt_time, RateUnit, TimeUnit};
+use eiffel_policy::units::{self, fmt_rate, fmt_time, RateUnit, TimeUnit, UnitError};
 use eiffel_policy::{Policy, WorkloadFile, FIG6_POLICY, FIG6_WORKLOAD};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -43,11 +43,11 @@ pub struct RunArgs {
     pub compare: Vec<PathBuf>,
 }
 
-fn parse_rate(s: &str) -> Result<u64, String> {
+fn parse_rate(s: &str) -> Result<u64, UnitError> {
     units::parse::<RateUnit>(s).map(|q| q.get())
 }
 
-fn parse_time(s: &str) -> Result<u64, String> {
+fn parse_time(s: &str) -> Result<u64, UnitError> {
     units::parse::<TimeUnit>(s).map(|q| q.get())
 }
 

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use eiffel_classify::MalformedAction;
-use eiffel_sched::tree::{QueuePlan, TreeSpec};
+use eiffel_sched::tree::{QueuePlan, Rank, TreeSpec};
 use eiffel_sched::PolicyTree;
 
 use crate::units::{fmt_size, fmt_time};
@@ -108,13 +108,12 @@ fn write_node(
     };
     let _ = write!(line, ": {kind}");
     if let Some(p) = n.parent {
-        let pd = &spec.nodes[p].discipline;
-        match pd.name() {
-            "strict" => {
+        match spec.nodes[p].discipline.rank() {
+            Some(Rank::Strict) => {
                 let _ = write!(line, ", priority {}", n.priority);
             }
-            "fifo" | "edf" | "lstf" | "srpt" | "pfabric" => {}
-            _ => {
+            Some(Rank::Fifo | Rank::Edf | Rank::Lstf | Rank::Srpt | Rank::Pfabric) => {}
+            Some(Rank::Wfq) | None => {
                 let _ = write!(line, ", weight {}", n.weight);
             }
         }

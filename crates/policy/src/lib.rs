@@ -65,7 +65,7 @@
 //! | `rate`, `bucket` | rate, size | `cq-policer`: each unit's rate and bucket at weight 1 (scaled by weight); packets beyond the bucket are dropped as `policer` |
 //!
 //! The calendar parameters are described with their defaults and ranges on
-//! [`eiffel_sched::tree::spec::CalendarParams`].
+//! [`eiffel_sched::tree::CalendarPolicy`] and [`eiffel_sched::tree::CalendarSpec`].
 //!
 //! Rates, sizes and durations are strings with units ([`units`]): `"7Mbit"`,
 //! `"1500B"`, `"64KiB"`, `"2s"`. The `[classify]` section ([`classify`]) has

@@ -31,7 +31,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::error::{KeyIndex, PolicyError};
-use crate::units::{self, Rate, SizeUnit, Time};
+use crate::units::{self, Rate, SizeUnit, Time, UnitError};
 
 /// The workload `eiffel run` uses when none is given: [`crate::FIG6_WORKLOAD`].
 #[derive(Clone, Debug, PartialEq)]
@@ -88,20 +88,18 @@ fn int(
 
 /// One size, or a list of them, as strings with units.
 fn sizes(index: &KeyIndex, v: &Spanned<toml::Value>, key: &str) -> Result<Vec<u64>, PolicyError> {
-    let one = |x: &toml::Value| -> Result<u64, String> {
+    let one = |x: &toml::Value| -> Result<u64, UnitError> {
         match x {
             toml::Value::String(s) => units::parse::<SizeUnit>(s).map(|q| q.get()),
-            other => Err(format!(
-                "a bare {} has no unit: write sizes as strings such as \"1500B\" or \"64KiB\"",
-                other.type_str()
-            )),
+            other => Err(units::bare::<SizeUnit>(other)),
         }
     };
     let err = |m: String| index.error(v.span().start, key, m);
+    let unit_err = |e: UnitError| err(e.to_string());
     match v.get_ref() {
         toml::Value::Array(a) if a.is_empty() => Err(err("an empty list of sizes".into())),
-        toml::Value::Array(a) => a.iter().map(|x| one(x).map_err(err)).collect(),
-        x => Ok(vec![one(x).map_err(err)?]),
+        toml::Value::Array(a) => a.iter().map(|x| one(x).map_err(unit_err)).collect(),
+        x => Ok(vec![one(x).map_err(unit_err)?]),
     }
 }
 

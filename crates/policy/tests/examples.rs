@@ -330,7 +330,12 @@ impl Observer<PolicyTree> for PfabricOrder {
 #[test]
 fn pfabric_serves_the_fewest_remaining_packets_and_never_reorders() {
     let (policy, w) = example("pfabric");
-    let granularity = policy.spec().nodes[0].queue.granularity.unwrap();
+    let granularity = policy.spec().nodes[0]
+        .discipline
+        .queue()
+        .unwrap()
+        .granularity
+        .unwrap();
     let mut obs = (
         PfabricOrder {
             queued: Queued::default(),

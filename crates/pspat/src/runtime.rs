@@ -653,10 +653,14 @@ where
         on_drop: Option<DropHook>,
     ) -> Result<Self, Error> {
         cfg.validate()?;
-        if matches!(&dispatch, Dispatch::Threads(s) if s.is_empty() || s.len() > 1024) {
-            return Err(Error::Config(eiffel_sched::ConfigError::Invalid(
-                "dispatch: between 1 and 1024 dispatcher sinks".into(),
-            )));
+        if let Dispatch::Threads(s) = &dispatch {
+            if s.is_empty() || s.len() > 1024 {
+                return Err(Error::Config(eiffel_sched::ConfigError::OutOfRange {
+                    what: "dispatcher sinks",
+                    value: s.len() as u64,
+                    range: "1..=1024",
+                }));
+            }
         }
         let mut producers = Vec::with_capacity(cfg.max_clients);
         let mut consumers = Vec::with_capacity(cfg.max_clients);

@@ -9,27 +9,23 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use eiffel_queue::QueueKind;
-use eiffel_sched::tree::{Discipline, NodeSpec, PerFlow, QueueChoice, TreeSpec};
+use eiffel_sched::tree::{
+    CalendarPolicy, Discipline, EdfRotation, NodeSpec, PerFlow, QueueChoice, TreeSpec,
+};
 use eiffel_sched::{Nanos, Packet, PolicyTree, Scheduler};
 use std::hint::black_box;
 
 const BACKLOG_PER_FLOW: u32 = 16;
 
-fn tree(d: Discipline, flows: u32) -> PolicyTree {
+fn tree(d: &Discipline, flows: u32) -> PolicyTree {
     let mut spec = TreeSpec::new(flows * BACKLOG_PER_FLOW + 64);
     let mut leaf = NodeSpec::new("flows", None);
-    leaf.discipline = d;
+    leaf.discipline = d.clone().on(QueueChoice::kind(QueueKind::Cffs));
     leaf.per_flow = Some(PerFlow {
         max_flows: flows,
         flow_limit: None,
         flow_queue_limit: None,
     });
-    if !d.is_calendar() {
-        leaf.queue = QueueChoice {
-            kind: Some(QueueKind::Cffs),
-            ..QueueChoice::AUTO
-        };
-    }
     spec.add(leaf);
     PolicyTree::new(spec).expect("valid bench policy")
 }
@@ -50,7 +46,7 @@ fn packets(flows: u32) -> Vec<(u32, u32, u64)> {
         .collect()
 }
 
-fn steady(c: &mut Criterion, case: &str, d: Discipline, flows: u32) {
+fn steady(c: &mut Criterion, case: &str, d: &Discipline, flows: u32) {
     let mut t = tree(d, flows);
     let class = t.leaf("flows").expect("leaf");
     let pkts = packets(flows);
@@ -67,7 +63,11 @@ fn steady(c: &mut Criterion, case: &str, d: Discipline, flows: u32) {
     let mut i = (flows * BACKLOG_PER_FLOW) as usize;
     let name = format!(
         "{case}/{}",
-        if d.is_calendar() { "calendar" } else { "cffs" }
+        if matches!(d, Discipline::Calendar(_)) {
+            "calendar"
+        } else {
+            "cffs"
+        }
     );
     c.bench_with_input(BenchmarkId::new(name, flows), &flows, |b, _| {
         b.iter(|| {
@@ -85,10 +85,15 @@ fn steady(c: &mut Criterion, case: &str, d: Discipline, flows: u32) {
 
 fn pairs(c: &mut Criterion) {
     for flows in [64u32, 4096] {
-        steady(c, "wfq", Discipline::Wfq, flows);
-        steady(c, "wfq", Discipline::CqWfq, flows);
-        steady(c, "edf", Discipline::Edf, flows);
-        steady(c, "edf", Discipline::CqEdf, flows);
+        let cq_wfq = Discipline::calendar(CalendarPolicy::Wfq { quantum: None });
+        let cq_edf = Discipline::calendar(CalendarPolicy::Edf {
+            period: None,
+            rotation: EdfRotation::Clock,
+        });
+        steady(c, "wfq", &Discipline::WFQ, flows);
+        steady(c, "wfq", &cq_wfq, flows);
+        steady(c, "edf", &Discipline::EDF, flows);
+        steady(c, "edf", &cq_edf, flows);
     }
 }
 

@@ -52,7 +52,7 @@ pub use pool::{Fifo as PacketFifo, PacketPool};
 pub use prio::Prio;
 pub use qfq::{Qfq, QfqCore};
 pub use scheduler::{
-    Backlog, ConfigError, Counters, Drop, DropCounts, DropReason, FlowConfig, FlowScheduler,
+    Backlog, ConfigError, Counters, DropCounts, DropReason, Dropped, FlowConfig, FlowScheduler,
     Scheduler,
 };
 pub use stfq::{Stfq, StfqCore};

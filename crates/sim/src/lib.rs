@@ -49,4 +49,6 @@ pub use link::{Link, Ticks, TICKS_PER_BYTE};
 pub use metrics::{GroupStats, LeafStats, Metrics};
 pub use run::{drive, run, Observer, Outcome, Run, Source};
 pub use trace::{generate, Arrival, FlowSpec, Pattern, Trace};
-pub use workload::{FlowGroup, Generator, PacketSizes, Process, Route, Workload};
+pub use workload::{
+    FlowGroup, Generator, GroupProblem, PacketSizes, Process, Route, Workload, WorkloadError,
+};

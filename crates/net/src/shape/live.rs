@@ -20,7 +20,7 @@
 use eiffel_pspat::Control;
 use eiffel_sched::tree::TreeSpec;
 use eiffel_sched::{
-    Backlog, ClassId, ConfigError, Counters, Drop, Nanos, Packet, PolicyTree, Scheduler,
+    Backlog, ClassId, ConfigError, Counters, Dropped, Nanos, Packet, PolicyTree, Scheduler,
 };
 
 /// Most distinct leaf names over the life of a bump.
@@ -94,9 +94,11 @@ impl LiveTree {
         registry: &mut Registry,
     ) -> Result<LiveTree, ConfigError> {
         let tree = PolicyTree::new(spec)?;
-        let default = tree.leaf(default_leaf).ok_or_else(|| {
-            ConfigError::Invalid(format!("default leaf {default_leaf:?} is not a leaf"))
-        })?;
+        let default = tree
+            .leaf(default_leaf)
+            .ok_or_else(|| ConfigError::NotALeaf {
+                name: default_leaf.to_owned(),
+            })?;
         let leaves: Vec<usize> = (0..tree.spec().nodes.len())
             .filter(|&i| tree.spec().is_leaf(i))
             .collect();
@@ -155,7 +157,7 @@ impl LiveTree {
                     default
                 }
             };
-            if let Err(Drop { packet, reason }) = ctl.scheduler().tree.enqueue(pkt, now) {
+            if let Err(Dropped { packet, reason }) = ctl.scheduler().tree.enqueue(pkt, now) {
                 moved.dropped += 1;
                 ctl.drop_packet(packet, reason);
             }
@@ -187,7 +189,7 @@ pub fn drain(tree: &mut PolicyTree, now: Nanos, mut each: impl FnMut(Packet)) {
 
 impl Scheduler for LiveTree {
     #[inline]
-    fn enqueue(&mut self, mut pkt: Packet, now: Nanos) -> Result<(), Drop> {
+    fn enqueue(&mut self, mut pkt: Packet, now: Nanos) -> Result<(), Dropped> {
         pkt.class = self.leaf_of(pkt.class);
         self.tree.enqueue(pkt, now)
     }
@@ -223,7 +225,7 @@ mod tests {
     fn spec(leaves: &[(&str, Option<Rate>)], capacity: u32) -> TreeSpec {
         let mut s = TreeSpec::new(capacity);
         let mut root = NodeSpec::new("root", None);
-        root.discipline = Discipline::Wfq;
+        root.discipline = Discipline::WFQ;
         let r = s.add(root);
         for (name, limit) in leaves {
             let mut n = NodeSpec::new(*name, Some(r));

@@ -184,6 +184,12 @@ impl ShapeConfig {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ShapeError {
+    /// Input and output are one interface.
+    #[error("input and output are both `{name}`: a bump in the wire joins two interfaces")]
+    SameInterface {
+        /// The interface.
+        name: String,
+    },
     /// An interface could not be opened (missing, no permission, ...).
     #[error(transparent)]
     Net(#[from] NetError),
@@ -400,11 +406,9 @@ impl Bump {
     /// of range, or a thread that cannot start.
     pub fn start(cfg: &ShapeConfig, policy: &Policy) -> Result<Bump, ShapeError> {
         if cfg.input == cfg.output {
-            return Err(ConfigError::Invalid(format!(
-                "input and output are both `{}`: a bump in the wire joins two interfaces",
-                cfg.input
-            ))
-            .into());
+            return Err(ShapeError::SameInterface {
+                name: cfg.input.clone(),
+            });
         }
         if cfg.batch == 0 {
             return Err(ConfigError::OutOfRange {

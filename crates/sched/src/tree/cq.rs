@@ -2,18 +2,17 @@
 //! for High-speed Packet Scheduling*, NSDI'20, sections 3.3, 4.4 and 4.5) as node
 //! disciplines of the policy tree: `cq-wfq` (Fig. 2), `cq-wfq-burst` (section
 //! 4.4), `cq-edf` (Fig. 3), `cq-policer` (the leaky bucket filter of Fig. 4) and
-//! `cq-pfabric-fair` (section 4.5). Their parameters are
-//! [`CalendarParams`](super::CalendarParams).
+//! `cq-pfabric-fair` (section 4.5). Their parameters are those of each
+//! [`CalendarPolicy`].
 //!
 //! ```
-//! use eiffel_sched::tree::{CalendarParams, Discipline, NodeSpec, PerFlow, TreeSpec};
+//! use eiffel_sched::tree::{CalendarPolicy, Discipline, NodeSpec, PerFlow, TreeSpec};
 //! use eiffel_sched::{Packet, PolicyTree, Scheduler};
 //!
 //! // A per-flow leaf fair-queued on a calendar of 1000-byte rounds.
 //! let mut spec = TreeSpec::new(1024);
 //! let mut leaf = NodeSpec::new("flows", None);
-//! leaf.discipline = Discipline::CqWfq;
-//! leaf.calendar = CalendarParams { quantum: Some(1000), ..CalendarParams::default() };
+//! leaf.discipline = Discipline::calendar(CalendarPolicy::Wfq { quantum: Some(1000) });
 //! leaf.per_flow = Some(PerFlow { max_flows: 2, flow_limit: None, flow_queue_limit: None });
 //! spec.add(leaf);
 //! let mut tree = PolicyTree::new(spec).unwrap();
@@ -198,9 +197,11 @@ use eiffel_queue::{
     QueueStats, Rotation,
 };
 
+use super::discipline::{CalendarPolicy, Discipline, EdfRotation, DEFAULT_PERIOD};
 use super::select::QueuePlan;
-use super::spec::{calendar_levels, Discipline, EdfRotation, NodeSpec, TreeSpec, DEFAULT_PERIOD};
+use super::spec::TreeSpec;
 use super::txn::Unit;
+use super::validate::calendar_levels;
 use crate::packet::{Nanos, Packet};
 use crate::scheduler::ConfigError;
 use crate::time::{Rate, Rounding};
@@ -382,15 +383,114 @@ pub(crate) struct CalendarSched {
     handles: Vec<Option<Handle>>,
     pub(crate) units: Vec<Unit>,
     policy: Policy,
-    discipline: Discipline,
+    /// The discipline's name.
+    name: &'static str,
     /// Units are the flows of a per-flow leaf (whose heads only change when
     /// served).
     is_flow: bool,
 }
 
+/// What calendar `policy` of a tree of `mtu` and `capacity` computes ranks
+/// with over `units` units, how its calendar rotates and the length of a day
+/// (1 for logical calendars); `slack` is the tree's shaper precision.
+fn ranking(
+    policy: &CalendarPolicy,
+    mtu: u32,
+    capacity: u32,
+    units: usize,
+    slack: Nanos,
+) -> (Policy, Rotation, u64) {
+    let quantum = u64::from(policy.quantum().unwrap_or(mtu).max(1));
+    let period = policy.period().unwrap_or(DEFAULT_PERIOD).as_nanos().max(1);
+    let mtu = u64::from(mtu);
+    match *policy {
+        CalendarPolicy::Wfq { .. } => (Policy::Wfq { quantum, burst: 0 }, Rotation::Logical, 1),
+        CalendarPolicy::WfqBurst {
+            burst_allowance, ..
+        } => {
+            let burst = burst_allowance.unwrap_or(8 * mtu);
+            (Policy::Wfq { quantum, burst }, Rotation::Logical, 1)
+        }
+        CalendarPolicy::Edf { rotation, .. } => {
+            let clock = rotation == EdfRotation::Clock;
+            let edf = Policy::Edf {
+                period,
+                clock,
+                delta: 0,
+                last_rot: 0,
+            };
+            if clock {
+                let rotation = Rotation::Physical {
+                    work_conserving: true,
+                };
+                (edf, rotation, period)
+            } else {
+                (edf, Rotation::Logical, 1)
+            }
+        }
+        CalendarPolicy::Policer { rate, bucket, .. } => {
+            let policer = Policy::Policer {
+                period,
+                rate: Rate::from_bps(rate.bps().max(1)),
+                bucket: bucket.unwrap_or(8 * mtu),
+                slack,
+                vt: vec![0; units],
+            };
+            let rotation = Rotation::Physical {
+                work_conserving: false,
+            };
+            (policer, rotation, period)
+        }
+        CalendarPolicy::PfabricFair { .. } => {
+            let fair = Policy::PfabricFair {
+                quantum,
+                pool: TagPool::new(capacity as usize),
+                tags: vec![Tags::default(); units],
+            };
+            (fair, Rotation::Logical, 1)
+        }
+    }
+}
+
+/// The plan `eiffel check` shows for a calendar of `levels` and `reach` days.
+fn describe(
+    name: &str,
+    levels: &[usize],
+    reach: u64,
+    units: usize,
+    rotation: Rotation,
+    granularity: u64,
+) -> QueuePlan {
+    let shape = levels
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(" x ");
+    let mode = match rotation {
+        Rotation::Logical => "logical rotation".to_string(),
+        Rotation::Physical { work_conserving } => format!(
+            "physical rotation every {granularity} ns, {}",
+            if work_conserving {
+                "work-conserving"
+            } else {
+                "non-work-conserving"
+            }
+        ),
+    };
+    QueuePlan {
+        kind: QueueKind::Calendar,
+        config: QueueConfig::new(levels[0], units.max(1)).granularity(granularity),
+        automatic: false,
+        reason: format!("{name}: calendar of {shape} days (reach {reach}), {mode}"),
+    }
+}
+
 impl CalendarSched {
     /// The calendar discipline of node `i` of `spec` over `units`; `slack` is the
     /// tree's shaper precision. Returns it with the plan `eiffel check` shows.
+    ///
+    /// # Panics
+    /// If node `i` does not run a calendar discipline.
     pub(crate) fn new(
         spec: &TreeSpec,
         i: usize,
@@ -398,108 +498,34 @@ impl CalendarSched {
         is_flow: bool,
         slack: Nanos,
     ) -> Result<(Self, QueuePlan), ConfigError> {
-        let node: &NodeSpec = &spec.nodes[i];
-        let p = &node.calendar;
-        let mtu = u64::from(spec.mtu);
-        let quantum = u64::from(p.quantum.unwrap_or(spec.mtu).max(1));
-        let period = p.period.unwrap_or(DEFAULT_PERIOD).as_nanos().max(1);
-        let (policy, rotation, granularity) = match node.discipline {
-            Discipline::CqWfq => (Policy::Wfq { quantum, burst: 0 }, Rotation::Logical, 1),
-            Discipline::CqWfqBurst => (
-                Policy::Wfq {
-                    quantum,
-                    burst: p.burst_allowance.unwrap_or(8 * mtu),
-                },
-                Rotation::Logical,
-                1,
-            ),
-            Discipline::CqEdf => {
-                let clock = p.rotation.unwrap_or_default() == EdfRotation::Clock;
-                let policy = Policy::Edf {
-                    period,
-                    clock,
-                    delta: 0,
-                    last_rot: 0,
-                };
-                if clock {
-                    (
-                        policy,
-                        Rotation::Physical {
-                            work_conserving: true,
-                        },
-                        period,
-                    )
-                } else {
-                    (policy, Rotation::Logical, 1)
-                }
-            }
-            Discipline::CqPolicer => (
-                Policy::Policer {
-                    period,
-                    rate: Rate::from_bps(p.rate.map_or(1, Rate::bps).max(1)),
-                    bucket: p.bucket.unwrap_or(8 * mtu),
-                    slack,
-                    vt: vec![0; units.len()],
-                },
-                Rotation::Physical {
-                    work_conserving: false,
-                },
-                period,
-            ),
-            Discipline::CqPfabricFair => (
-                Policy::PfabricFair {
-                    quantum,
-                    pool: TagPool::new(spec.capacity as usize),
-                    tags: vec![Tags::default(); units.len()],
-                },
-                Rotation::Logical,
-                1,
-            ),
-            d => {
-                return Err(ConfigError::Invalid(format!(
-                    "node {:?}: {} is not a calendar-queue discipline",
-                    node.name,
-                    d.name()
-                )))
-            }
+        let node = &spec.nodes[i];
+        let Discipline::Calendar(c) = &node.discipline else {
+            panic!("node {:?} does not run a calendar", node.name);
         };
+        let (policy, rotation, granularity) =
+            ranking(&c.policy, spec.mtu, spec.capacity, units.len(), slack);
         let levels = calendar_levels(spec, i);
         let cfg = CalendarConfig::hierarchical(&levels, units.len().max(1))
             .granularity(granularity)
             .rotation(rotation);
-        let cal = Calendar::new(cfg)
-            .map_err(|e| ConfigError::Invalid(format!("node {:?}: days: {e}", node.name)))?;
-        let shape = levels
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(" x ");
-        let mode = match rotation {
-            Rotation::Logical => "logical rotation".to_string(),
-            Rotation::Physical { work_conserving } => format!(
-                "physical rotation every {granularity} ns, {}",
-                if work_conserving {
-                    "work-conserving"
-                } else {
-                    "non-work-conserving"
-                }
-            ),
-        };
-        let plan = QueuePlan {
-            kind: QueueKind::Calendar,
-            config: QueueConfig::new(levels[0], units.len().max(1)).granularity(granularity),
-            automatic: false,
-            reason: format!(
-                "{}: calendar of {shape} days (reach {}), {mode}",
-                node.discipline.name(),
-                cal.reach()
-            ),
-        };
+        let cal = Calendar::new(cfg).map_err(|source| ConfigError::Queue {
+            what: "days".to_owned(),
+            source,
+        })?;
+        let name = c.policy.name();
+        let plan = describe(
+            name,
+            &levels,
+            cal.reach(),
+            units.len(),
+            rotation,
+            granularity,
+        );
         let sched = CalendarSched {
             handles: vec![None; units.len()],
             units,
             policy,
-            discipline: node.discipline,
+            name,
             is_flow,
             cal,
         };
@@ -507,7 +533,7 @@ impl CalendarSched {
     }
 
     pub(crate) fn name(&self) -> &'static str {
-        self.discipline.name()
+        self.name
     }
 
     pub(crate) fn stats(&self) -> QueueStats {

@@ -40,9 +40,11 @@
 //! at that time returns `None` and `next_ready` then names the next release.
 
 pub mod cq;
+mod discipline;
 pub mod shaper;
-pub mod spec;
+mod spec;
 pub mod txn;
+mod validate;
 
 mod minq;
 mod sched;
@@ -52,20 +54,22 @@ use eiffel_queue::{CalendarStats, Handle, QueueKind, QueueStats};
 
 use crate::packet::{ClassId, Nanos, Packet};
 use crate::pool::{Fifo as List, PacketPool};
-use crate::scheduler::{Backlog, ConfigError, Counters, Drop, DropReason, Scheduler};
+use crate::scheduler::{Backlog, ConfigError, Counters, DropReason, Dropped, Scheduler};
 
 use cq::CalendarSched;
+pub use discipline::{
+    CalendarPolicy, CalendarSpec, Discipline, EdfRotation, FairQueue, QueueChoice, Rank,
+    DEFAULT_PERIOD, MAX_CALENDAR_BYTES, MAX_PERIOD, MAX_POLICER_RATE,
+};
 use minq::{MinDeque, MinPool};
 use sched::{Core, Hclock, NodeSched, Ranked};
 pub use select::QueuePlan;
-use select::{plan, QueueNeeds};
+use select::{plan, QueueNeeds, RankKind};
 use shaper::{Gcra, Shaper, Throttled, UNIT_NODE};
-pub use spec::{
-    CalendarParams, Discipline, EdfRotation, NodeSpec, PerFlow, QueueChoice, RateLimit, ShaperSpec,
-    TreeSpec,
-};
+pub use spec::{NodeSpec, PerFlow, RateLimit, ShaperSpec, TreeSpec, MAX_WEIGHT};
 use txn::Builtin;
 pub use txn::{Transaction, Unit, VT_SCALE};
+pub use validate::{NodeProblem, SpecError};
 
 const NONE: u32 = u32::MAX;
 
@@ -197,24 +201,15 @@ fn child_units(spec: &TreeSpec, children: &[usize]) -> Vec<Unit> {
         .collect()
 }
 
-fn builtin(d: Discipline) -> Builtin {
-    match d {
-        Discipline::Fifo => Builtin::Fifo,
-        Discipline::Strict => Builtin::Strict,
-        Discipline::Wfq => Builtin::Wfq { vtime: 0 },
-        Discipline::Edf => Builtin::Edf,
-        Discipline::Lstf => Builtin::Lstf,
-        Discipline::Srpt => Builtin::Srpt,
-        Discipline::Pfabric => Builtin::Pfabric,
-        Discipline::Hclock
-        | Discipline::Qfq
-        | Discipline::Drr
-        | Discipline::Wf2q
-        | Discipline::CqWfq
-        | Discipline::CqWfqBurst
-        | Discipline::CqEdf
-        | Discipline::CqPolicer
-        | Discipline::CqPfabricFair => unreachable!("not a rank transaction"),
+fn builtin(rank: Rank) -> Builtin {
+    match rank {
+        Rank::Fifo => Builtin::Fifo,
+        Rank::Strict => Builtin::Strict,
+        Rank::Wfq => Builtin::Wfq { vtime: 0 },
+        Rank::Edf => Builtin::Edf,
+        Rank::Lstf => Builtin::Lstf,
+        Rank::Srpt => Builtin::Srpt,
+        Rank::Pfabric => Builtin::Pfabric,
     }
 }
 
@@ -228,8 +223,8 @@ fn build_sched(
     slack: Nanos,
 ) -> Result<(NodeSched, Vec<QueuePlan>), ConfigError> {
     let node = &spec.nodes[i];
-    let needs = QueueNeeds {
-        discipline: node.discipline,
+    let needs = |ranks| QueueNeeds {
+        ranks,
         time_ranks: false,
         units: units.len(),
         mtu: spec.mtu,
@@ -241,36 +236,35 @@ fn build_sched(
             .unwrap_or(1),
         per_flow,
     };
-    match node.discipline {
-        Discipline::Hclock => {
+    match &node.discipline {
+        Discipline::Hclock { queue } => {
             // The policy's queue type applies to both queues; the reservation
             // queue's ranks are times, so its geometry stays its own.
             let rplan = plan(
                 &QueueChoice {
-                    kind: node.queue.kind,
+                    kind: queue.kind,
                     ..QueueChoice::AUTO
                 },
                 &QueueNeeds {
                     time_ranks: true,
-                    ..needs
+                    ..needs(RankKind::Hclock)
                 },
             );
-            let pplan = plan(&node.queue, &needs);
+            let pplan = plan(queue, &needs(RankKind::Hclock));
             let sched = NodeSched::Hclock(Hclock::new(&rplan, &pplan, units)?);
             Ok((sched, vec![rplan, pplan]))
         }
-        Discipline::Qfq | Discipline::Drr | Discipline::Wf2q => {
-            let core = Core::new(node.discipline.name(), &units, spec.mtu)
-                .map_err(|e| ConfigError::Invalid(format!("node {:?}: {e}", node.name)))?;
+        Discipline::FairQueue(f) => {
+            let core = Core::new(*f, &units, spec.mtu)?;
             Ok((NodeSched::Core(core, units), Vec::new()))
         }
-        d if d.is_calendar() => {
+        Discipline::Calendar(_) => {
             let (sched, p) = CalendarSched::new(spec, i, units, per_flow, slack)?;
             Ok((NodeSched::Calendar(sched), vec![p]))
         }
-        d => {
-            let p = plan(&node.queue, &needs);
-            let sched = NodeSched::Ranked(Ranked::new(&p, units, builtin(d), per_flow)?);
+        Discipline::Ranked { rank, queue } => {
+            let p = plan(queue, &needs(RankKind::Rank(*rank)));
+            let sched = NodeSched::Ranked(Ranked::new(&p, units, builtin(*rank), per_flow)?);
             Ok((sched, vec![p]))
         }
     }
@@ -311,7 +305,8 @@ impl PolicyTree {
             let children = &kids[i];
             let (kind, node_plans) = if !children.is_empty() {
                 let units = child_units(&spec, children);
-                let (sched, p) = build_sched(&spec, i, units, false, slack)?;
+                let (sched, p) =
+                    build_sched(&spec, i, units, false, slack).map_err(|e| e.in_node(&ns.name))?;
                 let children = children.iter().map(|&c| c as u32).collect();
                 (
                     Kind::Internal {
@@ -328,7 +323,8 @@ impl PolicyTree {
                     };
                     pf.max_flows as usize
                 ];
-                let (sched, p) = build_sched(&spec, i, units, true, slack)?;
+                let (sched, p) =
+                    build_sched(&spec, i, units, true, slack).map_err(|e| e.in_node(&ns.name))?;
                 let flows = (0..pf.max_flows)
                     .map(|_| Flow {
                         fifo: List::new(),
@@ -337,7 +333,7 @@ impl PolicyTree {
                         min: MinDeque::default(),
                     })
                     .collect();
-                let minima = (ns.discipline == Discipline::Pfabric)
+                let minima = (ns.discipline.rank() == Some(Rank::Pfabric))
                     .then(|| MinPool::new(spec.capacity as usize));
                 let leaf = FlowLeaf {
                     flows,
@@ -381,13 +377,6 @@ impl PolicyTree {
             backlog: Backlog::default(),
             spec,
         };
-        let too_deep = (0..tree.nodes.len()).find(|&i| tree.depth(i) >= MAX_DEPTH);
-        if let Some(i) = too_deep {
-            return Err(ConfigError::Invalid(format!(
-                "node {:?} is deeper than {MAX_DEPTH} levels",
-                tree.spec.nodes[i].name
-            )));
-        }
         Ok(tree)
     }
 
@@ -492,27 +481,32 @@ impl PolicyTree {
         let i = self
             .spec
             .find(name)
-            .ok_or_else(|| ConfigError::Invalid(format!("no node called {name:?}")))?;
+            .ok_or_else(|| ConfigError::NoSuchNode {
+                name: name.to_owned(),
+            })?;
         if self.nodes[i].backlog.packets > 0 {
-            return Err(ConfigError::Invalid(format!("node {name:?} holds packets")));
+            return Err(ConfigError::NodeBusy {
+                name: name.to_owned(),
+            });
         }
+        let discipline = self.spec.nodes[i].discipline.name();
+        let no_transaction = |discipline| ConfigError::NoTransaction {
+            name: name.to_owned(),
+            discipline,
+        };
         let sched = match &mut self.nodes[i].kind {
             Kind::Internal { sched, .. } => sched,
             Kind::Flows(fl) => &mut fl.sched,
-            Kind::Leaf { .. } => {
-                return Err(ConfigError::Invalid(format!(
-                    "node {name:?} is a FIFO leaf: it has no transaction"
-                )))
-            }
+            Kind::Leaf { .. } => return Err(no_transaction("one FIFO")),
         };
         match sched {
             NodeSched::Ranked(r) => {
                 r.txn = Builtin::Custom(txn);
                 Ok(())
             }
-            NodeSched::Hclock(_) | NodeSched::Core(..) | NodeSched::Calendar(_) => Err(
-                ConfigError::Invalid(format!("node {name:?} does not run a rank transaction")),
-            ),
+            NodeSched::Hclock(_) | NodeSched::Core(..) | NodeSched::Calendar(_) => {
+                Err(no_transaction(discipline))
+            }
         }
     }
 
@@ -745,7 +739,7 @@ impl PolicyTree {
         }
     }
 
-    fn refuse(&mut self, leaf: u32, pkt: Packet, reason: DropReason) -> Drop {
+    fn refuse(&mut self, leaf: u32, pkt: Packet, reason: DropReason) -> Dropped {
         self.account_path(leaf, &pkt, Some(reason));
         self.counters.drop_packet(pkt, reason)
     }
@@ -895,7 +889,7 @@ pub fn node_queue_kind(tree: &PolicyTree, i: usize) -> Option<QueueKind> {
 }
 
 impl Scheduler for PolicyTree {
-    fn enqueue(&mut self, pkt: Packet, now: Nanos) -> Result<(), Drop> {
+    fn enqueue(&mut self, pkt: Packet, now: Nanos) -> Result<(), Dropped> {
         self.counters.on_enqueue(pkt.len);
         let leaf = pkt.class;
         let is_leaf = (leaf as usize) < self.nodes.len()

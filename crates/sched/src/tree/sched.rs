@@ -15,6 +15,7 @@
 use eiffel_queue::{AnyQueue, Handle, PriorityQueue, QueueKind};
 
 use super::cq::CalendarSched;
+use super::discipline::FairQueue;
 use super::select::QueuePlan;
 use super::txn::{vt_cost, Builtin, Unit};
 use crate::flows::FlowCore;
@@ -84,18 +85,13 @@ macro_rules! core {
 }
 
 impl Core {
-    /// A core of the given discipline over `units`.
-    pub(crate) fn new(name: &str, units: &[Unit], mtu: u32) -> Result<Self, ConfigError> {
+    /// A core of the given kind over `units`.
+    pub(crate) fn new(kind: FairQueue, units: &[Unit], mtu: u32) -> Result<Self, ConfigError> {
         let n = units.len() as u32;
-        let mut core = match name {
-            "qfq" => Core::Qfq(QfqCore::new(n, mtu)?),
-            "drr" => Core::Drr(DrrCore::new(n)?),
-            "wf2q+" => Core::Wf2q(Wf2qCore::new(n)?),
-            other => {
-                return Err(ConfigError::Invalid(format!(
-                    "{other} is not a fair-queueing core"
-                )))
-            }
+        let mut core = match kind {
+            FairQueue::Qfq => Core::Qfq(QfqCore::new(n, mtu)?),
+            FairQueue::Drr => Core::Drr(DrrCore::new(n)?),
+            FairQueue::Wf2q => Core::Wf2q(Wf2qCore::new(n)?),
         };
         for (f, u) in units.iter().enumerate() {
             let cfg = FlowConfig::weight(u.weight).max_packet(mtu);
@@ -124,8 +120,10 @@ pub(crate) enum NodeSched {
 }
 
 fn queue_of(plan: &QueuePlan) -> Result<AnyQueue<u32>, ConfigError> {
-    AnyQueue::new(plan.kind, plan.config)
-        .map_err(|e| ConfigError::Invalid(format!("queue {}: {e}", plan.kind)))
+    AnyQueue::new(plan.kind, plan.config).map_err(|source| ConfigError::Queue {
+        what: format!("queue {}", plan.kind),
+        source,
+    })
 }
 
 impl Ranked {

@@ -121,8 +121,10 @@ impl Shaper {
     pub fn new(spec: ShaperSpec, capacity: usize) -> Result<Self, ConfigError> {
         let cfg = WheelConfig::with_horizon(spec.horizon.as_nanos(), spec.slots, capacity.max(1))
             .beyond_horizon(OutOfRange::Clamp);
-        let wheel =
-            TimingWheel::new(cfg).map_err(|e| ConfigError::Invalid(format!("shaper: {e}")))?;
+        let wheel = TimingWheel::new(cfg).map_err(|source| ConfigError::Queue {
+            what: "shaper".to_owned(),
+            source,
+        })?;
         let granularity = wheel.granularity();
         Ok(Shaper { wheel, granularity })
     }
