@@ -5,8 +5,8 @@
 
 use clap::{Args, Subcommand};
 
-mod cq;
-mod policy;
+pub mod cq;
+pub mod policy;
 mod pspat;
 mod queues;
 pub mod report;

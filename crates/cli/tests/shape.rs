@@ -34,7 +34,7 @@
 //! failure). Bounded: every iperf3 run lasts 4-5 s, every command has a time limit,
 //! and namespaces, processes and files are removed however a test ends. The
 //! scenarios run one at a time (they measure rates on a 2-core machine).
-//! `cargo test -p eiffel --test shape -- --nocapture` prints the side-by-side rows.
+//! `cargo test -p eiffel-cli --test shape -- --nocapture` prints the side-by-side rows.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;

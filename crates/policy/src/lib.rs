@@ -134,12 +134,13 @@ pub use file::DEFAULT_CAPACITY;
 pub use run::{run, RunOptions, RunReport};
 pub use workload::WorkloadFile;
 
-/// The policy of the Eiffel paper's Fig. 6, shipped as `examples/policies/fig6.toml`.
-pub const FIG6_POLICY: &str = include_str!("../../../examples/policies/fig6.toml");
+/// The policy of the Eiffel paper's Fig. 6 (`builtin/fig6-policy.toml` of this
+/// crate, also `examples/policies/fig6.toml` of the repository).
+pub const FIG6_POLICY: &str = include_str!("../builtin/fig6-policy.toml");
 
-/// The workload `eiffel run` uses with [`FIG6_POLICY`], shipped as
-/// `examples/workloads/fig6.toml`.
-pub const FIG6_WORKLOAD: &str = include_str!("../../../examples/workloads/fig6.toml");
+/// The workload `eiffel run` uses with [`FIG6_POLICY`] (`builtin/fig6-workload.toml`,
+/// also `examples/workloads/fig6.toml`).
+pub const FIG6_WORKLOAD: &str = include_str!("../builtin/fig6-workload.toml");
 
 /// A validated policy: the tree's specification and the classification rules.
 #[derive(Clone, Debug)]

@@ -1,6 +1,6 @@
 //! The calendar-queue disciplines against their ideals, on eiffel-sim's emulated
 //! link: `cq-wfq` against exact WF²Q+ with the unfairness bound of
-//! [`eiffel_sched::tree::cq`] as a function of the quantum; `cq-edf` deadline
+//! [`eiffel_sched::tree::CalendarPolicy`] as a function of the quantum; `cq-edf` deadline
 //! misses against exact EDF on the same trace; the leaky bucket's rate, burst
 //! conformance and counted drops; pFabric-fair against pFabric on a workload
 //! shaped like the paper's Table 1; the burst allowance's effect on short flows
@@ -12,7 +12,7 @@
 //! thousands of packets would make a full check per operation quadratic.
 
 use eiffel_queue::QueueKind;
-use eiffel_sched::tree::cq::{b_wfi_bound, fairness_bound};
+use eiffel_sched::tree::{b_wfi_bound, fairness_bound};
 use eiffel_sched::tree::{
     CalendarPolicy, CalendarSpec, Discipline, EdfRotation, NodeSpec, PerFlow, QueueChoice,
     RateLimit, ShaperSpec, TreeSpec,

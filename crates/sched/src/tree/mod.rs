@@ -17,9 +17,9 @@
 //!
 //! ## Shaping
 //! Rate limits sit on any node, root included, and on every flow of a per-flow
-//! leaf, several along one path if wanted; one [`Shaper`] for the whole tree holds
+//! leaf, several along one path if wanted; one shaper (a timing wheel) for the whole tree holds
 //! the release times of every throttled unit (Eiffel Figs. 6 and 7). A throttled unit
-//! leaves its parent's queue and re-enters it when released; see [`shaper`].
+//! leaves its parent's queue and re-enters it when released; see [`Gcra`].
 //!
 //! ## Costs
 //! With tree depth `d`: `enqueue` and `dequeue` perform at most one queue operation
@@ -39,9 +39,9 @@
 //! When that release is of a unit whose ancestor is itself still throttled, `dequeue`
 //! at that time returns `None` and `next_ready` then names the next release.
 
-pub mod cq;
+mod cq;
 mod discipline;
-pub mod shaper;
+mod shaper;
 mod spec;
 pub mod txn;
 mod validate;
@@ -57,6 +57,7 @@ use crate::pool::{Fifo as List, PacketPool};
 use crate::scheduler::{Backlog, ConfigError, Counters, DropReason, Dropped, Scheduler};
 
 use cq::CalendarSched;
+pub use cq::{b_wfi_bound, fairness_bound};
 pub use discipline::{
     CalendarPolicy, CalendarSpec, Discipline, EdfRotation, FairQueue, QueueChoice, Rank,
     DEFAULT_PERIOD, MAX_CALENDAR_BYTES, MAX_PERIOD, MAX_POLICER_RATE,
@@ -65,7 +66,8 @@ use minq::{MinDeque, MinPool};
 use sched::{Core, Hclock, NodeSched, Ranked};
 pub use select::QueuePlan;
 use select::{plan, QueueNeeds, RankKind};
-use shaper::{Gcra, Shaper, Throttled, UNIT_NODE};
+pub use shaper::Gcra;
+use shaper::{Shaper, Throttled, UNIT_NODE};
 pub use spec::{NodeSpec, PerFlow, RateLimit, ShaperSpec, TreeSpec, MAX_WEIGHT};
 use txn::Builtin;
 pub use txn::{Transaction, Unit, VT_SCALE};
@@ -168,7 +170,7 @@ pub struct PolicyTree {
     pool: PacketPool,
     shaper: Shaper,
     /// The shaper's precision: a unit whose release time is within this many ns
-    /// counts as released (see [`shaper`]).
+    /// counts as released (see [`Gcra`]).
     slack: Nanos,
     /// Whether some node's discipline may refuse packets (`cq-policer`).
     policed: bool,

@@ -1,38 +1,5 @@
-//! Shaping decoupled from scheduling (Eiffel, NSDI'19, section 3.2.2, Figs. 6-7):
-//! every rate limit in the tree is a [`Gcra`] on one unit's output, and ONE
-//! time-indexed queue, the [`Shaper`], holds the release times of every throttled
-//! unit of the whole tree.
-//!
-//! A limited unit (a node, or a flow of a paced per-flow leaf) that has used up its
-//! allowance leaves its parent's queue and is filed in the shaper under its release
-//! time; when that time comes it re-enters its parent's queue. A unit therefore
-//! knows where it goes next: its parent, found through the tree. Non-limited units
-//! never touch the shaper.
-//!
-//! ## The limit: GCRA
-//! The generic cell rate algorithm is a token bucket written as one timestamp, the
-//! theoretical arrival time `TAT`, at which the bucket would be full again. Sending
-//! `L` bytes at time `t` sets `TAT = max(TAT, t - 1ns) + L/r` (the nanosecond absorbs
-//! whole-nanosecond release times). The unit may send when
-//! `t >= TAT - tau` with `tau = (burst - mtu) / r`: the bucket then holds at least one
-//! maximum-size packet's worth of tokens, so it never goes negative, and over any
-//! interval of length `T` at most `r T + burst` bytes leave. Long-run, the rate is
-//! exactly `r`: `TAT` advances by the exact cost of every byte, whatever the
-//! release times. Times are kept in ticks of `1/r` ns ([`crate::time`]), in which
-//! every cost is a whole number (`8 * 10^9` ticks per byte), so no packet's cost is
-//! ever rounded.
-//! Since `now` has whole-nanosecond resolution and release times are rounded up, a
-//! send less than 1 ns after `TAT` counts as on time; otherwise every send at its
-//! release time would lose a fraction of a nanosecond and the rate would fall
-//! short of `r`. A `u128` of ticks holds 10^12 ns at 10^14 bit/s.
-//!
-//! ## The shaper
-//! A [`TimingWheel`] of release events. Its slot granularity `g` is the shaping
-//! precision: a unit may be released up to `g` before its exact release time (never
-//! more), which can let a burst exceed the limit by `r g` bytes but does not change
-//! the long-run rate. Release times beyond the wheel's horizon are filed in its last
-//! slot and re-checked when released (refiled if still early), so no limit is ever
-//! broken by the horizon.
+//! The tree's one shaper: a timing wheel of release events, and the [`Gcra`] every
+//! rate limit is (the design is documented on [`Gcra`]).
 
 use eiffel_queue::{Handle, OutOfRange, TimingWheel, WheelConfig};
 
@@ -41,6 +8,42 @@ use crate::scheduler::ConfigError;
 use crate::time::{Nanos, Rate, Ticks};
 
 /// A rate limit's state: rate, burst tolerance, theoretical arrival time.
+///
+/// Shaping decoupled from scheduling (Eiffel, NSDI'19, section 3.2.2, Figs. 6-7):
+/// every rate limit in the tree is a [`Gcra`] on one unit's output, and ONE
+/// time-indexed queue, the shaper, holds the release times of every throttled
+/// unit of the whole tree.
+///
+/// A limited unit (a node, or a flow of a paced per-flow leaf) that has used up its
+/// allowance leaves its parent's queue and is filed in the shaper under its release
+/// time; when that time comes it re-enters its parent's queue. A unit therefore
+/// knows where it goes next: its parent, found through the tree. Non-limited units
+/// never touch the shaper.
+///
+/// ## The limit: GCRA
+/// The generic cell rate algorithm is a token bucket written as one timestamp, the
+/// theoretical arrival time `TAT`, at which the bucket would be full again. Sending
+/// `L` bytes at time `t` sets `TAT = max(TAT, t - 1ns) + L/r` (the nanosecond absorbs
+/// whole-nanosecond release times). The unit may send when
+/// `t >= TAT - tau` with `tau = (burst - mtu) / r`: the bucket then holds at least one
+/// maximum-size packet's worth of tokens, so it never goes negative, and over any
+/// interval of length `T` at most `r T + burst` bytes leave. Long-run, the rate is
+/// exactly `r`: `TAT` advances by the exact cost of every byte, whatever the
+/// release times. Times are kept in ticks of `1/r` ns ([`crate::time`]), in which
+/// every cost is a whole number (`8 * 10^9` ticks per byte), so no packet's cost is
+/// ever rounded.
+/// Since `now` has whole-nanosecond resolution and release times are rounded up, a
+/// send less than 1 ns after `TAT` counts as on time; otherwise every send at its
+/// release time would lose a fraction of a nanosecond and the rate would fall
+/// short of `r`. A `u128` of ticks holds 10^12 ns at 10^14 bit/s.
+///
+/// ## The shaper
+/// A [`TimingWheel`] of release events. Its slot granularity `g` is the shaping
+/// precision: a unit may be released up to `g` before its exact release time (never
+/// more), which can let a burst exceed the limit by `r g` bytes but does not change
+/// the long-run rate. Release times beyond the wheel's horizon are filed in its last
+/// slot and re-checked when released (refiled if still early), so no limit is ever
+/// broken by the horizon.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Gcra {
     rate: Rate,
@@ -135,13 +138,8 @@ impl Shaper {
         self.granularity
     }
 
-    /// Throttled units held.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.wheel.len()
-    }
-
     /// Whether no unit is throttled.
+    #[cfg(test)]
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.wheel.is_empty()
