@@ -1,6 +1,7 @@
 //! Eiffel policy files: a scheduling policy written as a TOML tree, compiled into
 //! the [`PolicyTree`] of `eiffel-sched` and a classifier of `eiffel-classify`, and
-//! workloads to run it against on an emulated link ([`run()`](mod@run)).
+//! workload files to run it against ([`run()`](mod@run) hands both to
+//! `eiffel-sim`'s engine, which emulates the link).
 //!
 //! # Policy files
 //! ```toml
