@@ -41,8 +41,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use eiffel_net::shape::Snapshot;
-use eiffel_net::testbed::{
-    self, Background, Htb, HtbClass, HtbMatch, Iperf3, Iperf3Report, Role, Testbed, MIDDLE_OUT,
+use eiffel_testbed::{
+    self as testbed, Background, Htb, HtbClass, HtbMatch, Iperf3, Iperf3Report, Role, Testbed,
+    MIDDLE_OUT,
 };
 
 const TOOLS: [&str; 5] = ["ip", "tc", "ethtool", "ping", "iperf3"];

@@ -17,11 +17,12 @@
 //!   `send(2)` per batch, `ppoll(2)` waits with nanosecond timeouts.
 //! - [`forward`]: a single-threaded two-port forwarder (receive, classify, schedule,
 //!   transmit): the reference data path.
-//! - [`testbed`]: network namespaces, veth pairs, HTB baselines and iperf3 helpers
-//!   for end-to-end tests.
 //!
-//! All `unsafe` code (socket options, `mmap`, ring access, `ppoll`, `setns`, the
-//! frame slots shared between threads) lives in one private module, `sys`, whose
+//! The network-namespace test bed of the end-to-end tests is a crate of its own,
+//! `eiffel-testbed`.
+//!
+//! All `unsafe` code (socket options, `mmap`, ring access, `ppoll`, the frame slots
+//! shared between threads) lives in one private module, `sys`, whose
 //! ownership protocols for the shared ring memory and the frame slots are documented
 //! there; the rest of the crate is safe Rust.
 //!
@@ -50,4 +51,3 @@ pub mod shape;
 mod sync;
 #[allow(unsafe_code)]
 mod sys;
-pub mod testbed;

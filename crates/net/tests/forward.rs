@@ -14,11 +14,11 @@ use std::time::Duration;
 use eiffel_classify::{Classifier, FlowTableConfig, MalformedAction, RuleSet};
 use eiffel_net::afpacket::{RxConfig, TxConfig};
 use eiffel_net::forward::{ForwardConfig, Forwarder, Port};
-use eiffel_net::testbed::{
-    self, Htb, HtbClass, HtbMatch, Iperf3, Role, Testbed, MIDDLE_IN, MIDDLE_OUT, RECEIVER_V4,
-    RECEIVER_V6,
-};
 use eiffel_sched::{Fifo, Scheduler};
+use eiffel_testbed::{
+    self as testbed, Htb, HtbClass, HtbMatch, Iperf3, Role, Testbed, MIDDLE_IN, MIDDLE_OUT,
+    RECEIVER_V4, RECEIVER_V6,
+};
 
 const TOOLS: [&str; 5] = ["ip", "tc", "ethtool", "ping", "iperf3"];
 

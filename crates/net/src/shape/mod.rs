@@ -58,10 +58,10 @@
 mod egress;
 mod ingress;
 pub mod live;
+mod sample;
 pub mod stats;
 mod waker;
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
@@ -69,17 +69,18 @@ use std::time::{Duration, Instant};
 
 use eiffel_classify::Classifier;
 use eiffel_policy::Policy;
-use eiffel_pspat::{mailbox, Config, Dispatch, Pspat, ShutdownMode};
+use eiffel_pspat::{mailbox, Client, Config, Dispatch, Pspat, ShutdownMode};
 use eiffel_sched::tree::TreeSpec;
-use eiffel_sched::{ConfigError, DropReason, Packet, PolicyTree, Scheduler};
+use eiffel_sched::{ConfigError, DropReason, Packet, Scheduler};
 
 use crate::afpacket::{NetError, RxConfig, RxRing, TxConfig, TxRing};
-use crate::frames::{frame_pool, PoolWatch};
+use crate::frames::{frame_pool, Drainer, Filler, PoolWatch};
 use egress::{EgressCounters, Reverse, ReverseCounters, TxSink};
 use ingress::{ClassifierSlot, Ingress, IngressCounters};
 use live::{LiveTree, Registry};
+use sample::{node_info, sample_tree, NodeInfo, Rates, TreeSample};
+use stats::ReloadStats;
 pub use stats::Snapshot;
-use stats::{put, Accounting, NodeStats, PoolStats, ReloadStats, SchedulerStats};
 use waker::Waker;
 
 /// The link rate used when the policy's root has no rate limit and none is given:
@@ -240,77 +241,6 @@ pub struct Reloaded {
     pub link_rate_bps: u64,
 }
 
-/// Per-node facts that change only with the policy.
-#[derive(Clone, Debug)]
-struct NodeInfo {
-    path: String,
-    name: String,
-    depth: usize,
-    leaf: bool,
-    discipline: String,
-    weight: u32,
-    priority: u32,
-    limit_bps: Option<u64>,
-}
-
-fn node_info(tree: &PolicyTree) -> Vec<NodeInfo> {
-    tree.nodes()
-        .map(|v| NodeInfo {
-            path: v.path.clone(),
-            name: v.spec.name.clone(),
-            depth: v.depth,
-            leaf: v.is_leaf,
-            discipline: v.discipline.clone().unwrap_or_else(|| "fifo".into()),
-            weight: v.spec.weight,
-            priority: v.spec.priority,
-            limit_bps: v.spec.limit.map(|l| l.rate.bps()),
-        })
-        .collect()
-}
-
-/// What the arbiter reports of one node.
-#[derive(Clone, Copy, Debug, Default)]
-struct NodeSample {
-    counters: eiffel_sched::Counters,
-    backlog: eiffel_sched::Backlog,
-    throttled: bool,
-}
-
-/// One reading of the tree, taken on the arbiter.
-#[derive(Clone, Debug, Default)]
-struct TreeSample {
-    nodes: Vec<NodeSample>,
-    backlog: eiffel_sched::Backlog,
-    drops: [u64; DropReason::COUNT],
-}
-
-fn sample_tree(tree: &PolicyTree) -> TreeSample {
-    TreeSample {
-        nodes: tree
-            .nodes()
-            .map(|v| NodeSample {
-                counters: v.counters,
-                backlog: v.backlog,
-                throttled: v.throttled,
-            })
-            .collect(),
-        backlog: tree.backlog(),
-        drops: tree.counters().dropped.packets,
-    }
-}
-
-/// Node rates over the last sampling interval.
-#[derive(Debug, Default)]
-struct Rates {
-    /// When and what was read last (bytes, packets per node).
-    last: Option<(Instant, Vec<(u64, u64)>)>,
-    /// Bits/s and packets/s per node.
-    rates: Vec<(f64, f64)>,
-    interval: Duration,
-    /// Arbiter decisions at the last reading (no change: nothing moved).
-    decisions: u64,
-}
-
 /// Everything the control side keeps about the current policy.
 #[derive(Debug)]
 struct PolicyState {
@@ -397,6 +327,175 @@ fn compile(policy: &Policy, registry: &mut Registry) -> Result<(LiveTree, Classi
     Ok((live, classifier))
 }
 
+/// The configuration checks that need no interface.
+fn check(cfg: &ShapeConfig) -> Result<(), ShapeError> {
+    if cfg.input == cfg.output {
+        return Err(ShapeError::SameInterface {
+            name: cfg.input.clone(),
+        });
+    }
+    if cfg.batch == 0 {
+        let range = "1..";
+        let e = ConfigError::OutOfRange {
+            what: "batch",
+            value: 0,
+            range,
+        };
+        return Err(e.into());
+    }
+    Ok(())
+}
+
+/// The PSPAT client mailbox's capacity for a tree of `capacity` packets, and the
+/// frame pool's slots: the mailbox, the TX mailbox and one batch of each thread.
+fn sizes(capacity: u32, batch: usize) -> (usize, u32) {
+    let wanted = (capacity as usize).saturating_add(batch).min(MAX_MAILBOX);
+    let line = mailbox::slots_per_line::<Packet>();
+    let mailbox_slots = ((wanted + line).next_power_of_two().max(2 * line) - line)
+        .min(MAX_MAILBOX)
+        .max(wanted);
+    let pool_slots = mailbox_slots + TX_MAILBOX + DISPATCH_BATCH + 2 * batch;
+    (wanted, u32::try_from(pool_slots).unwrap_or(u32::MAX))
+}
+
+/// The runtime's drop hook, which frees the slots of the packets the scheduler
+/// drops, and the count of descriptors it could not free.
+fn drop_hook(mut drainer: Drainer) -> (eiffel_pspat::runtime::DropHook, Arc<AtomicU64>) {
+    let bad = Arc::new(AtomicU64::new(0));
+    let count = Arc::clone(&bad);
+    let hook = Box::new(move |pkt: Packet, _reason: DropReason| {
+        if drainer.free(pkt.buffer).is_err() {
+            count.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    (hook, bad)
+}
+
+/// Whether the data path may run at real-time `priority`, probed on a thread of
+/// its own: the threads that follow then cannot fail to get it.
+fn probe_realtime(priority: i32) -> Result<(), ShapeError> {
+    std::thread::spawn(move || eiffel_pspat::affinity::set_current_thread_realtime(priority))
+        .join()
+        .unwrap_or_else(|_| Err(std::io::Error::other("the probe thread panicked")))
+        .map_err(|source| ShapeError::Realtime { priority, source })
+}
+
+/// The PSPAT runtime's configuration.
+fn runtime_config(cfg: &ShapeConfig, link_rate_bps: u64, mailbox: usize) -> Config {
+    Config {
+        link_rate_bps,
+        idle_spin: cfg.idle_spin,
+        mailbox_capacity: mailbox,
+        max_clients: 1,
+        tx_capacity: TX_MAILBOX,
+        arbiter_cpu: cfg.arbiter_cpu,
+        arbiter_realtime: cfg.realtime,
+        dispatcher_realtime: cfg.realtime,
+        ..Config::default()
+    }
+}
+
+/// Starts thread `name` running `body` at real-time priority `prio`, if any.
+fn spawn<T: Send + 'static>(
+    name: &'static str,
+    what: &'static str,
+    prio: Option<i32>,
+    body: impl FnOnce() -> T + Send + 'static,
+) -> Result<JoinHandle<T>, ShapeError> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            realtime(prio);
+            body()
+        })
+        .map_err(|source| ShapeError::Io { what, source })
+}
+
+/// A waker and the stream it wakes.
+fn waker_pair() -> Result<(Waker, std::os::unix::net::UnixStream), ShapeError> {
+    Waker::pair().map_err(|source| ShapeError::Io {
+        what: "creating a waker",
+        source,
+    })
+}
+
+/// The receive thread and what the control side keeps of it.
+struct IngressThread {
+    handle: JoinHandle<ingress::IngressEnd>,
+    stop: Arc<AtomicBool>,
+    waker: Waker,
+    counters: Arc<IngressCounters>,
+    next_classifier: Arc<ClassifierSlot>,
+}
+
+impl IngressThread {
+    fn start(
+        cfg: &ShapeConfig,
+        rx: RxRing,
+        classifier: Classifier,
+        filler: Filler,
+        client: Client,
+    ) -> Result<IngressThread, ShapeError> {
+        let counters = Arc::new(IngressCounters::default());
+        let next_classifier = Arc::new(ClassifierSlot::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let (waker, wake_rx) = waker_pair()?;
+        let ingress = Ingress {
+            rx,
+            classifier,
+            filler,
+            client,
+            counters: Arc::clone(&counters),
+            next_classifier: Arc::clone(&next_classifier),
+            stop: Arc::clone(&stop),
+            waker: wake_rx,
+            batch: cfg.batch,
+        };
+        let what = "starting the receive thread";
+        let handle = spawn("eiffel-rx", what, cfg.realtime, move || ingress.run())?;
+        Ok(IngressThread {
+            handle,
+            stop,
+            waker,
+            counters,
+            next_classifier,
+        })
+    }
+}
+
+/// The reverse thread and what the control side keeps of it.
+struct ReverseThread {
+    handle: JoinHandle<()>,
+    stop: Arc<AtomicBool>,
+    waker: Waker,
+    counters: Arc<ReverseCounters>,
+}
+
+impl ReverseThread {
+    fn start(cfg: &ShapeConfig, rx: RxRing, tx: TxRing) -> Result<ReverseThread, ShapeError> {
+        let counters = Arc::new(ReverseCounters::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let (waker, wake_rx) = waker_pair()?;
+        let reverse = Reverse {
+            rx,
+            tx,
+            counters: Arc::clone(&counters),
+            stop: Arc::clone(&stop),
+            waker: wake_rx,
+            batch: cfg.batch,
+            wait: cfg.tx_wait,
+        };
+        let what = "starting the reverse thread";
+        let handle = spawn("eiffel-reverse", what, cfg.realtime, move || reverse.run())?;
+        Ok(ReverseThread {
+            handle,
+            stop,
+            waker,
+            counters,
+        })
+    }
+}
+
 impl Bump {
     /// Opens both interfaces, builds the policy and starts every thread.
     ///
@@ -405,19 +504,7 @@ impl Bump {
     /// message says what to do), a policy the tree or classifier refuses, sizes out
     /// of range, or a thread that cannot start.
     pub fn start(cfg: &ShapeConfig, policy: &Policy) -> Result<Bump, ShapeError> {
-        if cfg.input == cfg.output {
-            return Err(ShapeError::SameInterface {
-                name: cfg.input.clone(),
-            });
-        }
-        if cfg.batch == 0 {
-            return Err(ConfigError::OutOfRange {
-                what: "batch",
-                value: 0,
-                range: "1..",
-            }
-            .into());
-        }
+        check(cfg)?;
         // Interfaces first: the errors an operator most likely meets.
         let in_rx = RxRing::open(&cfg.input, &cfg.rx)?;
         let out_tx = TxRing::open(&cfg.output, &cfg.tx)?;
@@ -428,106 +515,25 @@ impl Bump {
         let (live, classifier) = compile(policy, &mut registry)?;
         let nodes = node_info(live.tree());
         let link_rate_bps = cfg.link_rate.for_policy(policy.spec());
-
-        let wanted = (policy.spec().capacity as usize)
-            .saturating_add(cfg.batch)
-            .min(MAX_MAILBOX);
-        let line = mailbox::slots_per_line::<Packet>();
-        let mailbox_slots = ((wanted + line).next_power_of_two().max(2 * line) - line)
-            .min(MAX_MAILBOX)
-            .max(wanted);
-        let pool_slots = mailbox_slots + TX_MAILBOX + DISPATCH_BATCH + 2 * cfg.batch;
-        let (filler, mut drainers) = frame_pool(
-            u32::try_from(pool_slots).unwrap_or(u32::MAX),
-            cfg.slot_size,
-            2,
-        )?;
+        let (mailbox, pool_slots) = sizes(policy.spec().capacity, cfg.batch);
+        let (filler, mut drainers) = frame_pool(pool_slots, cfg.slot_size, 2)?;
         let pool = filler.watch();
-        let mut hook_drainer = drainers.pop().expect("two drainers");
-        let tx_drainer = drainers.pop().expect("two drainers");
-        let hook_bad = Arc::new(AtomicU64::new(0));
-        let bad = Arc::clone(&hook_bad);
-        let on_drop: eiffel_pspat::runtime::DropHook =
-            Box::new(move |pkt: Packet, _reason: DropReason| {
-                if hook_drainer.free(pkt.buffer).is_err() {
-                    bad.fetch_add(1, Ordering::Relaxed);
-                }
-            });
-        let sink = TxSink::new(out_tx, tx_drainer, cfg.tx_wait);
+        let (on_drop, hook_bad) = drop_hook(drainers.pop().expect("two drainers"));
+        let sink = TxSink::new(out_tx, drainers.pop().expect("two drainers"), cfg.tx_wait);
         let egress_counters = Arc::clone(&sink.counters);
-        let prio = cfg.realtime;
-        if let Some(priority) = prio {
-            // Probe on a thread of its own: the threads that follow then cannot fail.
-            std::thread::spawn(move || {
-                eiffel_pspat::affinity::set_current_thread_realtime(priority)
-            })
-            .join()
-            .unwrap_or_else(|_| Err(std::io::Error::other("the probe thread panicked")))
-            .map_err(|source| ShapeError::Realtime { priority, source })?;
+        if let Some(priority) = cfg.realtime {
+            probe_realtime(priority)?;
         }
-        let rt_cfg = Config {
-            link_rate_bps,
-            idle_spin: cfg.idle_spin,
-            mailbox_capacity: wanted,
-            max_clients: 1,
-            tx_capacity: TX_MAILBOX,
-            arbiter_cpu: cfg.arbiter_cpu,
-            arbiter_realtime: cfg.realtime,
-            dispatcher_realtime: cfg.realtime,
-            ..Config::default()
-        };
         let dispatch = if cfg.inline_dispatch {
             Dispatch::Inline(sink)
         } else {
             Dispatch::Threads(vec![sink])
         };
+        let rt_cfg = runtime_config(cfg, link_rate_bps, mailbox);
         let rt = Pspat::start_with_drop_hook(rt_cfg, live, dispatch, Some(on_drop))?;
         let client = rt.client()?;
-
-        let io = |what| move |source| ShapeError::Io { what, source };
-        let ingress_counters = Arc::new(IngressCounters::default());
-        let next_classifier = Arc::new(ClassifierSlot::default());
-        let ingress_stop = Arc::new(AtomicBool::new(false));
-        let (ingress_waker, ingress_wake_rx) = Waker::pair().map_err(io("creating a waker"))?;
-        let ingress = Ingress {
-            rx: in_rx,
-            classifier,
-            filler,
-            client,
-            counters: Arc::clone(&ingress_counters),
-            next_classifier: Arc::clone(&next_classifier),
-            stop: Arc::clone(&ingress_stop),
-            waker: ingress_wake_rx,
-            batch: cfg.batch,
-        };
-        let ingress = std::thread::Builder::new()
-            .name("eiffel-rx".into())
-            .spawn(move || {
-                realtime(prio);
-                ingress.run()
-            })
-            .map_err(io("starting the receive thread"))?;
-
-        let reverse_counters = Arc::new(ReverseCounters::default());
-        let reverse_stop = Arc::new(AtomicBool::new(false));
-        let (reverse_waker, reverse_wake_rx) = Waker::pair().map_err(io("creating a waker"))?;
-        let reverse = Reverse {
-            rx: out_rx,
-            tx: in_tx,
-            counters: Arc::clone(&reverse_counters),
-            stop: Arc::clone(&reverse_stop),
-            waker: reverse_wake_rx,
-            batch: cfg.batch,
-            wait: cfg.tx_wait,
-        };
-        let reverse = std::thread::Builder::new()
-            .name("eiffel-reverse".into())
-            .spawn(move || {
-                realtime(prio);
-                reverse.run()
-            })
-            .map_err(io("starting the reverse thread"))?;
-
+        let ingress = IngressThread::start(cfg, in_rx, classifier, filler, client)?;
+        let reverse = ReverseThread::start(cfg, out_rx, in_tx)?;
         let side = Side {
             input: cfg.input.clone(),
             output: cfg.output.clone(),
@@ -542,15 +548,15 @@ impl Bump {
                 reloads: ReloadStats::default(),
             }),
             rates: Mutex::new(Rates::default()),
-            ingress: Some(ingress),
-            ingress_stop,
-            ingress_waker,
-            ingress_counters,
-            next_classifier,
-            reverse: Some(reverse),
-            reverse_stop,
-            reverse_waker,
-            reverse_counters,
+            ingress: Some(ingress.handle),
+            ingress_stop: ingress.stop,
+            ingress_waker: ingress.waker,
+            ingress_counters: ingress.counters,
+            next_classifier: ingress.next_classifier,
+            reverse: Some(reverse.handle),
+            reverse_stop: reverse.stop,
+            reverse_waker: reverse.waker,
+            reverse_counters: reverse.counters,
             egress_counters,
             pool,
             hook_bad,
@@ -572,48 +578,13 @@ impl Bump {
     /// disturbed.
     pub fn sample_rates(&self) {
         let decisions = self.rt.stats().decisions;
-        let mut r = lock(&self.side.rates);
         let now = Instant::now();
-        if r.last.is_some() && decisions == r.decisions {
-            let r = &mut *r;
-            if let Some((at, _)) = &mut r.last {
-                r.interval = now - *at;
-                *at = now;
-            }
-            r.rates.iter_mut().for_each(|x| *x = (0.0, 0.0));
+        if lock(&self.side.rates).idle(now, decisions) {
             return;
         }
-        drop(r);
-        let Ok(sample) = self.sample() else {
-            return;
-        };
-        let mut r = lock(&self.side.rates);
-        let counts: Vec<(u64, u64)> = sample
-            .nodes
-            .iter()
-            .map(|n| (n.counters.dequeued_bytes, n.counters.dequeued))
-            .collect();
-        let r = &mut *r;
-        let fresh = match &r.last {
-            Some((at, prev)) if prev.len() == counts.len() => {
-                let secs = (now - *at).as_secs_f64().max(1e-9);
-                r.interval = now - *at;
-                counts
-                    .iter()
-                    .zip(prev)
-                    .map(|(c, p)| {
-                        (
-                            c.0.saturating_sub(p.0) as f64 * 8.0 / secs,
-                            c.1.saturating_sub(p.1) as f64 / secs,
-                        )
-                    })
-                    .collect()
-            }
-            _ => vec![(0.0, 0.0); counts.len()],
-        };
-        r.rates = fresh;
-        r.last = Some((now, counts));
-        r.decisions = decisions;
+        if let Ok(sample) = self.sample() {
+            lock(&self.side.rates).update(now, decisions, &sample);
+        }
     }
 
     /// A snapshot of every counter. Reads the tree on the arbiter (a short pause
@@ -624,125 +595,6 @@ impl Bump {
     pub fn snapshot(&self) -> Result<Snapshot, ShapeError> {
         let sample = self.sample()?;
         Ok(self.side.assemble(&sample, self.rt.stats(), None))
-    }
-}
-
-impl Side {
-    fn assemble(
-        &self,
-        sample: &TreeSample,
-        live: eiffel_pspat::LiveStats,
-        last: Option<&eiffel_pspat::Report<LiveTree, TxSink>>,
-    ) -> Snapshot {
-        let policy = lock(&self.policy);
-        let rates = lock(&self.rates);
-        let nodes = policy
-            .nodes
-            .iter()
-            .zip(&sample.nodes)
-            .enumerate()
-            .map(|(i, (info, s))| {
-                let mut drops = BTreeMap::new();
-                for r in DropReason::ALL {
-                    put(&mut drops, r.name(), s.counters.dropped.get(r));
-                }
-                let (rate_bps, rate_pps) = rates.rates.get(i).copied().unwrap_or((0.0, 0.0));
-                NodeStats {
-                    path: info.path.clone(),
-                    name: info.name.clone(),
-                    depth: info.depth,
-                    leaf: info.leaf,
-                    discipline: info.discipline.clone(),
-                    weight: info.weight,
-                    priority: info.priority,
-                    limit_bps: info.limit_bps,
-                    packets: s.counters.dequeued,
-                    bytes: s.counters.dequeued_bytes,
-                    enqueued: s.counters.enqueued,
-                    drops,
-                    backlog_packets: s.backlog.packets,
-                    backlog_bytes: s.backlog.bytes,
-                    throttled: s.throttled,
-                    rate_bps,
-                    rate_pps,
-                }
-            })
-            .collect();
-        let mut sched_drops = BTreeMap::new();
-        match last {
-            Some(report) => {
-                let totals = report.totals();
-                for r in DropReason::ALL {
-                    put(&mut sched_drops, r.name(), totals.dropped.get(r));
-                }
-            }
-            None => {
-                for r in DropReason::ALL {
-                    put(
-                        &mut sched_drops,
-                        r.name(),
-                        policy.retired_drops[r.index()] + sample.drops[r.index()],
-                    );
-                }
-            }
-        }
-        let (received, released, dropped) = match last {
-            Some(report) => {
-                let t = report.totals();
-                (t.received, t.delivered, t.dropped.total())
-            }
-            None => (live.received, live.decisions, live.dropped),
-        };
-        let scheduler = SchedulerStats {
-            received,
-            released,
-            dropped,
-            drops: sched_drops,
-            backlog_packets: sample.backlog.packets,
-            backlog_bytes: sample.backlog.bytes,
-            rounds: live.rounds,
-            sleeps: live.sleeps,
-            timer_wakeups: live.timer_wakeups,
-            notified_wakeups: live.notified_wakeups,
-            link_idle_ns: live.link_idle_ns,
-        };
-        let ingress = self.ingress_counters.ingress();
-        let egress = self.egress_counters.stats();
-        let pool = self.pool.stats();
-        let ingress_dropped: u64 = ingress.drops.values().sum();
-        let egress_dropped: u64 = egress.drops.values().sum();
-        let dropped_all = ingress_dropped + scheduler.dropped + egress_dropped;
-        let accounting = Accounting {
-            received: ingress.received,
-            transmitted: egress.sent,
-            dropped: dropped_all,
-            queued: ingress
-                .received
-                .saturating_sub(egress.sent)
-                .saturating_sub(dropped_all),
-        };
-        Snapshot {
-            version: stats::SNAPSHOT_VERSION,
-            policy: policy.name.clone(),
-            input: self.input.clone(),
-            output: self.output.clone(),
-            uptime_ns: u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX),
-            link_rate_bps: self.link_rate_bps.load(Ordering::Relaxed),
-            rate_interval_ns: u64::try_from(rates.interval.as_nanos()).unwrap_or(u64::MAX),
-            nodes,
-            ingress,
-            scheduler,
-            egress,
-            reverse: self.reverse_counters.stats(),
-            classifier: self.ingress_counters.classifier(),
-            pool: PoolStats {
-                slots: pool.slots,
-                slot_size: pool.slot_size,
-                in_use: pool.in_use,
-            },
-            reloads: policy.reloads.clone(),
-            accounting,
-        }
     }
 }
 
