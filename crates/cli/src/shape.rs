@@ -186,12 +186,8 @@ fn serve(bump: &Bump, file: &Path, mut stream: UnixStream) {
     let _ = stream.write_all(answer.as_bytes());
 }
 
-/// Runs `eiffel shape` until SIGINT or SIGTERM.
-pub fn run(args: &ShapeArgs) -> Result<(), Error> {
-    let policy = Policy::load(&args.policy)?;
-    warn_workload_rules(&policy);
-    let drain = duration(&args.drain, "drain")?;
-    let interval = duration(&args.rate_interval, "rate-interval")?.max(Duration::from_millis(10));
+/// The data path's configuration from the command line.
+fn config(args: &ShapeArgs) -> Result<ShapeConfig, Error> {
     let mut cfg = ShapeConfig::new(&args.input, &args.output);
     cfg.inline_dispatch = args.inline_dispatch;
     cfg.realtime = args.realtime;
@@ -206,6 +202,16 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
             default_bps: DEFAULT_LINK_RATE_BPS,
         },
     };
+    Ok(cfg)
+}
+
+/// Runs `eiffel shape` until SIGINT or SIGTERM.
+pub fn run(args: &ShapeArgs) -> Result<(), Error> {
+    let policy = Policy::load(&args.policy)?;
+    warn_workload_rules(&policy);
+    let drain = duration(&args.drain, "drain")?;
+    let interval = duration(&args.rate_interval, "rate-interval")?.max(Duration::from_millis(10));
+    let cfg = config(args)?;
     let socket = args.socket.clone().unwrap_or_else(|| {
         socket_path(
             args.name
@@ -214,7 +220,7 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
         )
     });
     // Signals are caught from here on, so a stop during start-up is not lost.
-    let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP])
+    let signals = Signals::new([SIGINT, SIGTERM, SIGHUP])
         .map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let bump = Bump::start(&cfg, &policy)?;
     let listener = match bind(&socket) {
@@ -233,10 +239,35 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
         socket.display()
     );
 
+    let reason = serve_until_stopped(args, &bump, &listener, &socket, signals, interval);
+    let _ = std::fs::remove_file(&socket);
+    eprintln!("eiffel shape: {reason}: stopping (draining for up to {drain:?})");
+    let last = bump.stop(drain);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&last)?);
+    } else {
+        print!("{}", render(&last));
+    }
+    if !last.accounting.balanced() || last.accounting.queued != 0 {
+        return Err(format!("frames unaccounted for at exit: {:?}", last.accounting).into());
+    }
+    Ok(())
+}
+
+/// Serves the control socket and the signals, sampling the rates every
+/// `interval`, until a stop; returns why it stopped.
+fn serve_until_stopped(
+    args: &ShapeArgs,
+    bump: &Bump,
+    listener: &UnixListener,
+    socket: &Path,
+    mut signals: Signals,
+    interval: Duration,
+) -> &'static str {
     let (events, inbox) = mpsc::channel::<Event>();
     let handle = signals.handle();
     let closing = AtomicBool::new(false);
-    let reason = std::thread::scope(|s| {
+    std::thread::scope(|s| {
         let signal_events = events.clone();
         s.spawn(move || {
             for sig in signals.forever() {
@@ -250,7 +281,7 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
                 }
             }
         });
-        let (bump, listener, closing, file) = (&bump, &listener, &closing, args.policy.as_path());
+        let (closing, file) = (&closing, args.policy.as_path());
         s.spawn(move || {
             for stream in listener.incoming() {
                 if closing.load(Ordering::Acquire) {
@@ -271,20 +302,8 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
         };
         closing.store(true, Ordering::Release);
         // Wake the accept loop so it sees `closing`.
-        let _ = UnixStream::connect(&socket);
+        let _ = UnixStream::connect(socket);
         handle.close();
         reason
-    });
-    let _ = std::fs::remove_file(&socket);
-    eprintln!("eiffel shape: {reason}: stopping (draining for up to {drain:?})");
-    let last = bump.stop(drain);
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&last)?);
-    } else {
-        print!("{}", render(&last));
-    }
-    if !last.accounting.balanced() || last.accounting.queued != 0 {
-        return Err(format!("frames unaccounted for at exit: {:?}", last.accounting).into());
-    }
-    Ok(())
+    })
 }
