@@ -11,11 +11,12 @@
 //! as a [`Dropped`] with [`DropReason::Malformed`]. Either way they are counted by
 //! reason in [`ClassifyCounters::malformed`].
 
-use eiffel_sched::{ConfigError, DropReason, Dropped, FlowId, Nanos, Packet};
+use eiffel_sched::{ClassId, ConfigError, DropReason, Dropped, FlowId, Nanos, Packet};
 use serde::Deserialize;
 
+use crate::conditions::RuleSpec;
 use crate::flow_table::{FlowTable, FlowTableConfig};
-use crate::rules::RuleSet;
+use crate::rules::{RuleError, RuleSet};
 use crate::wire::{self, FlowKey, MalformedCounts};
 
 /// What happens to a frame whose headers cannot be parsed.
@@ -31,6 +32,47 @@ pub enum MalformedAction {
     Forward,
     /// Drop it, counted as [`eiffel_sched::DropReason::Malformed`].
     Drop,
+}
+
+/// A classification as a policy compiles it: the default leaf, the rules as
+/// written, the flow table and what happens to malformed frames.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassifySpec {
+    /// Leaf of every packet no rule matches.
+    pub default: String,
+    /// Flow-table capacity and idle timeout.
+    pub flow_table: FlowTableConfig,
+    /// What happens to malformed frames.
+    pub malformed: MalformedAction,
+    /// Rules, first match wins.
+    pub rules: Vec<RuleSpec>,
+}
+
+/// A classification that cannot be turned into a classifier.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClassifyError {
+    /// A rule problem.
+    #[error(transparent)]
+    Rule(#[from] RuleError),
+    /// A sizing problem.
+    #[error("classify: {0}")]
+    Config(#[from] ConfigError),
+}
+
+impl ClassifySpec {
+    /// A frame classifier (rules and flow table) whose leaves are named through
+    /// `resolve` (the policy's leaf ids, or the stable ids of a live bump).
+    ///
+    /// # Errors
+    /// A leaf `resolve` does not know; never for the policy's own leaves.
+    pub fn classifier(
+        &self,
+        resolve: impl FnMut(&str) -> Option<ClassId>,
+    ) -> Result<Classifier, ClassifyError> {
+        let rules = RuleSet::compile(&self.rules, &self.default, resolve)?;
+        Ok(Classifier::new(rules, self.flow_table, self.malformed)?)
+    }
 }
 
 /// Counters of a [`Classifier`].

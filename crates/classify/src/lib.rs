@@ -34,7 +34,7 @@ pub mod flow_table;
 pub mod rules;
 pub mod wire;
 
-pub use classifier::{Classifier, ClassifyCounters, MalformedAction};
+pub use classifier::{Classifier, ClassifyCounters, ClassifyError, ClassifySpec, MalformedAction};
 pub use conditions::{
     Atom, DscpRange, EtherType, IdRange, Matches, PortRange, Prefix, Protocol, RuleSpec,
     ValueError, VlanRange,

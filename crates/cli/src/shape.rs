@@ -15,7 +15,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use clap::Args;
-use eiffel_net::shape::{Bump, LinkRate, ShapeConfig, DEFAULT_LINK_RATE_BPS};
+use eiffel_net::shape::{Bump, LinkRate, LivePolicy, ShapeConfig, DEFAULT_LINK_RATE_BPS};
 use eiffel_policy::units::{self, fmt_rate, RateUnit, TimeUnit};
 use eiffel_policy::Policy;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -76,6 +76,15 @@ pub struct ShapeArgs {
 
 type Error = Box<dyn std::error::Error>;
 
+/// The compiled policy as the bump takes it.
+fn live(policy: &Policy) -> LivePolicy<'_> {
+    LivePolicy {
+        name: policy.file_name(),
+        tree: policy.spec(),
+        classify: policy.classify_spec(),
+    }
+}
+
 fn duration(text: &str, what: &str) -> Result<Duration, Error> {
     let t = units::parse::<TimeUnit>(text).map_err(|e| format!("--{what}: {e}"))?;
     Ok(Duration::from_nanos(t.get()))
@@ -130,7 +139,7 @@ fn reload(bump: &Bump, file: &Path) -> ReloadAnswer {
         }
         Ok(p) => {
             warn_workload_rules(&p);
-            match bump.reload(&p) {
+            match bump.reload(live(&p)) {
                 Ok(r) => ReloadAnswer {
                     ok: true,
                     error: None,
@@ -222,7 +231,7 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
     // Signals are caught from here on, so a stop during start-up is not lost.
     let signals = Signals::new([SIGINT, SIGTERM, SIGHUP])
         .map_err(|e| format!("cannot install signal handlers: {e}"))?;
-    let bump = Bump::start(&cfg, &policy)?;
+    let bump = Bump::start(&cfg, live(&policy))?;
     let listener = match bind(&socket) {
         Ok(l) => l,
         Err(e) => {

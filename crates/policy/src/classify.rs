@@ -25,9 +25,10 @@
 //! per-flow leaf's `flows`, and without `max_flows` sizes the table to 65,536 or
 //! the smallest per-flow leaf, whichever is less.
 
-use eiffel_classify::{Classifier, FlowTableConfig, MalformedAction, RuleError, RuleSet, RuleSpec};
+pub use eiffel_classify::{ClassifyError, ClassifySpec};
+use eiffel_classify::{FlowTableConfig, MalformedAction, RuleError, RuleSet, RuleSpec};
 use eiffel_sched::tree::TreeSpec;
-use eiffel_sched::{ClassId, ConfigError, Duration};
+use eiffel_sched::{ClassId, Duration};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -54,47 +55,6 @@ pub(crate) struct ClassifyFile {
     malformed: MalformedAction,
     #[serde(default, rename = "rule")]
     rules: Vec<RuleSpec>,
-}
-
-/// A policy's classification, compiled: the default leaf, the rules as written,
-/// the flow table and what happens to malformed frames.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ClassifySpec {
-    /// Leaf of every packet no rule matches.
-    pub default: String,
-    /// Flow-table capacity and idle timeout.
-    pub flow_table: FlowTableConfig,
-    /// What happens to malformed frames.
-    pub malformed: MalformedAction,
-    /// Rules, first match wins.
-    pub rules: Vec<RuleSpec>,
-}
-
-/// A classification that cannot be turned into a classifier.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ClassifyError {
-    /// A rule problem.
-    #[error(transparent)]
-    Rule(#[from] RuleError),
-    /// A sizing problem.
-    #[error("classify: {0}")]
-    Config(#[from] ConfigError),
-}
-
-impl ClassifySpec {
-    /// A frame classifier (rules and flow table) whose leaves are named through
-    /// `resolve` (the policy's leaf ids, or the stable ids of a live bump).
-    ///
-    /// # Errors
-    /// A leaf `resolve` does not know; never for the policy's own leaves.
-    pub fn classifier(
-        &self,
-        resolve: impl FnMut(&str) -> Option<ClassId>,
-    ) -> Result<Classifier, ClassifyError> {
-        let rules = RuleSet::compile(&self.rules, &self.default, resolve)?;
-        Ok(Classifier::new(rules, self.flow_table, self.malformed)?)
-    }
 }
 
 /// The flow-table capacity: `max_flows` if given (at most every per-flow leaf's

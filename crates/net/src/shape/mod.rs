@@ -67,8 +67,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use eiffel_classify::Classifier;
-use eiffel_policy::Policy;
+use eiffel_classify::{Classifier, ClassifySpec};
 use eiffel_pspat::{mailbox, Client, Config, Dispatch, Pspat, ShutdownMode};
 use eiffel_sched::tree::TreeSpec;
 use eiffel_sched::{ConfigError, DropReason, Packet, Scheduler};
@@ -308,14 +307,31 @@ fn realtime(prio: Option<i32>) {
     }
 }
 
+/// A compiled policy for the bump: its name (for reports), its tree and its
+/// classification (an `eiffel_policy::Policy` gives all three, checked
+/// together).
+#[derive(Clone, Copy, Debug)]
+pub struct LivePolicy<'a> {
+    /// Where it came from (a file name).
+    pub name: &'a str,
+    /// The tree.
+    pub tree: &'a TreeSpec,
+    /// The classification; its leaves name leaves of the tree, and its flow table
+    /// is no larger than any per-flow leaf.
+    pub classify: &'a ClassifySpec,
+}
+
 /// Builds the tree and classifier of `policy` against `registry`.
-fn compile(policy: &Policy, registry: &mut Registry) -> Result<(LiveTree, Classifier), ShapeError> {
+fn compile(
+    policy: LivePolicy<'_>,
+    registry: &mut Registry,
+) -> Result<(LiveTree, Classifier), ShapeError> {
     let fail = |message: String| ShapeError::Policy {
-        name: policy.file_name().to_owned(),
+        name: policy.name.to_owned(),
         message,
     };
-    let classify = policy.classify_spec();
-    let mut tree = policy.spec().clone();
+    let classify = policy.classify;
+    let mut tree = policy.tree.clone();
     tree.mtu = tree.mtu.saturating_add(FRAME_OVERHEAD);
     let live = LiveTree::new(tree, &classify.default, registry).map_err(|e| fail(e.to_string()))?;
     let classifier = classify
@@ -503,7 +519,7 @@ impl Bump {
     /// A missing interface or missing `CAP_NET_RAW` ([`ShapeError::Net`], whose
     /// message says what to do), a policy the tree or classifier refuses, sizes out
     /// of range, or a thread that cannot start.
-    pub fn start(cfg: &ShapeConfig, policy: &Policy) -> Result<Bump, ShapeError> {
+    pub fn start(cfg: &ShapeConfig, policy: LivePolicy<'_>) -> Result<Bump, ShapeError> {
         check(cfg)?;
         // Interfaces first: the errors an operator most likely meets.
         let in_rx = RxRing::open(&cfg.input, &cfg.rx)?;
@@ -514,8 +530,8 @@ impl Bump {
         let mut registry = Registry::default();
         let (live, classifier) = compile(policy, &mut registry)?;
         let nodes = node_info(live.tree());
-        let link_rate_bps = cfg.link_rate.for_policy(policy.spec());
-        let (mailbox, pool_slots) = sizes(policy.spec().capacity, cfg.batch);
+        let link_rate_bps = cfg.link_rate.for_policy(policy.tree);
+        let (mailbox, pool_slots) = sizes(policy.tree.capacity, cfg.batch);
         let (filler, mut drainers) = frame_pool(pool_slots, cfg.slot_size, 2)?;
         let pool = filler.watch();
         let (on_drop, hook_bad) = drop_hook(drainers.pop().expect("two drainers"));
@@ -541,7 +557,7 @@ impl Bump {
             link_rate_bps: AtomicU64::new(link_rate_bps),
             started: Instant::now(),
             policy: Mutex::new(PolicyState {
-                name: policy.file_name().to_owned(),
+                name: policy.name.to_owned(),
                 nodes,
                 registry,
                 retired_drops: [0; DropReason::COUNT],
@@ -607,7 +623,7 @@ impl Bump {
     ///
     /// # Errors
     /// The new policy cannot run (nothing changes), or the runtime is stopping.
-    pub fn reload(&self, policy: &Policy) -> Result<Reloaded, ShapeError> {
+    pub fn reload(&self, policy: LivePolicy<'_>) -> Result<Reloaded, ShapeError> {
         let side = &self.side;
         let mut state = lock(&side.policy);
         let mut registry = state.registry.clone();
@@ -622,7 +638,7 @@ impl Bump {
         let nodes = node_info(live.tree());
         let link = match side.link_rate {
             LinkRate::Fixed(_) => None,
-            rate @ LinkRate::FromPolicy { .. } => Some(rate.for_policy(policy.spec())),
+            rate @ LinkRate::FromPolicy { .. } => Some(rate.for_policy(policy.tree)),
         };
         let (moved, retired, link_rate_bps) = self.rt.with_scheduler(move |ctl| {
             let retired = ctl.scheduler().counters().dropped.packets;
@@ -638,7 +654,7 @@ impl Bump {
         side.link_rate_bps.store(link_rate_bps, Ordering::Relaxed);
         state.registry = registry;
         state.nodes = nodes;
-        state.name = policy.file_name().to_owned();
+        state.name = policy.name.to_owned();
         for (a, b) in state.retired_drops.iter_mut().zip(retired) {
             *a += b;
         }
