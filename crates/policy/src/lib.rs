@@ -159,12 +159,7 @@ impl Policy {
     /// # Errors
     /// The file cannot be read, or any mistake in it (see the crate docs).
     pub fn load(path: impl AsRef<Path>) -> Result<Policy, PolicyError> {
-        let path = path.as_ref();
-        let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| PolicyError::Io {
-            file: name.clone(),
-            message: e.to_string(),
-        })?;
+        let (name, text) = error::read(path.as_ref())?;
         Policy::parse(&text, &name)
     }
 

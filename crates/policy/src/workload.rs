@@ -30,7 +30,7 @@ use eiffel_sim::{FlowGroup, PacketSizes, Process, Workload};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::error::{KeyIndex, PolicyError};
+use crate::error::{self, KeyIndex, PolicyError};
 use crate::units::{self, Rate, SizeUnit, Time, UnitError};
 
 /// The workload `eiffel run` uses when none is given: [`crate::FIG6_WORKLOAD`].
@@ -345,12 +345,7 @@ impl WorkloadFile {
     /// # Errors
     /// The file cannot be read, or a mistake in it.
     pub fn load(path: impl AsRef<std::path::Path>) -> Result<WorkloadFile, PolicyError> {
-        let path = path.as_ref();
-        let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| PolicyError::Io {
-            file: name.clone(),
-            message: e.to_string(),
-        })?;
+        let (name, text) = error::read(path.as_ref())?;
         WorkloadFile::parse(&text, &name)
     }
 }

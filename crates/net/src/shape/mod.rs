@@ -67,7 +67,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use eiffel_classify::{Classifier, ClassifySpec};
+use eiffel_classify::{Classifier, ClassifyError, ClassifySpec};
 use eiffel_pspat::{mailbox, Client, Config, Dispatch, Pspat, ShutdownMode};
 use eiffel_sched::tree::TreeSpec;
 use eiffel_sched::{ConfigError, DropReason, Packet, Scheduler};
@@ -194,12 +194,13 @@ pub enum ShapeError {
     #[error(transparent)]
     Net(#[from] NetError),
     /// The policy cannot run.
-    #[error("policy {name}: {message}")]
+    #[error("policy {name}: {source}")]
     Policy {
         /// The policy's name.
         name: String,
         /// What is wrong.
-        message: String,
+        #[source]
+        source: PolicyProblem,
     },
     /// A size or rate out of range.
     #[error(transparent)]
@@ -225,6 +226,18 @@ pub enum ShapeError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// Why a policy cannot run in the bump (beyond what its compiler checked).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PolicyProblem {
+    /// The tree cannot be built, or the live leaf ids are exhausted.
+    #[error(transparent)]
+    Tree(#[from] ConfigError),
+    /// The classification cannot be built.
+    #[error(transparent)]
+    Classify(#[from] ClassifyError),
 }
 
 /// What a reload did.
@@ -326,20 +339,20 @@ fn compile(
     policy: LivePolicy<'_>,
     registry: &mut Registry,
 ) -> Result<(LiveTree, Classifier), ShapeError> {
-    let fail = |message: String| ShapeError::Policy {
+    let fail = |source: PolicyProblem| ShapeError::Policy {
         name: policy.name.to_owned(),
-        message,
+        source,
     };
     let classify = policy.classify;
     let mut tree = policy.tree.clone();
     tree.mtu = tree.mtu.saturating_add(FRAME_OVERHEAD);
-    let live = LiveTree::new(tree, &classify.default, registry).map_err(|e| fail(e.to_string()))?;
+    let live = LiveTree::new(tree, &classify.default, registry).map_err(|e| fail(e.into()))?;
     let classifier = classify
         .classifier(|name| {
             live.tree().leaf(name)?;
             registry.id(name).ok()
         })
-        .map_err(|e| fail(e.to_string()))?;
+        .map_err(|e| fail(e.into()))?;
     Ok((live, classifier))
 }
 
