@@ -261,6 +261,11 @@ impl Rate {
     #[inline]
     #[must_use]
     pub const fn nanos_floor(self, t: Ticks) -> Nanos {
+        // NB: a 64-bit division when the ticks fit (every packet's cost does), a
+        // fraction of the 128-bit one's cycles.
+        if t <= u64::MAX as u128 {
+            return t as u64 / self.divisor() as u64;
+        }
         saturate(t / self.divisor())
     }
 
@@ -268,6 +273,9 @@ impl Rate {
     #[inline]
     #[must_use]
     pub const fn nanos_ceil(self, t: Ticks) -> Nanos {
+        if t <= u64::MAX as u128 {
+            return (t as u64).div_ceil(self.divisor() as u64);
+        }
         saturate(t.div_ceil(self.divisor()))
     }
 

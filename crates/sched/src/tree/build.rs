@@ -26,7 +26,7 @@ fn child_units(spec: &TreeSpec, children: &[usize]) -> Vec<Unit> {
             Unit {
                 weight: n.weight,
                 priority: n.priority,
-                reservation: n.reservation,
+                reservation: n.reservation.unwrap_or_default(),
                 ..Unit::default()
             }
         })

@@ -242,7 +242,7 @@ impl NodeSched {
             }
             NodeSched::Hclock(h) => {
                 let unit = &mut h.units[u as usize];
-                if unit.reservation.is_some() {
+                if !unit.reservation.is_zero() {
                     unit.start = unit.start.max(now);
                     let rank = unit.start;
                     place(&mut h.reservations, &mut h.rh, u, rank);
@@ -350,14 +350,15 @@ impl NodeSched {
             }
             NodeSched::Hclock(h) => {
                 let unit = &mut h.units[u as usize];
-                if let Some(rate) = unit.reservation.filter(|_| h.by_reservation) {
+                if h.by_reservation {
+                    let rate = unit.reservation;
                     unit.start += time_cost(sent.len, rate);
                 } else {
                     h.vtime = h.vtime.max(unit.finish);
                     unit.finish += vt_cost(sent.len, unit.weight);
                 }
                 let (r_tag, p_tag, reserved) =
-                    (unit.start, unit.finish, unit.reservation.is_some());
+                    (unit.start, unit.finish, !unit.reservation.is_zero());
                 if next.is_some() {
                     if reserved {
                         place(&mut h.reservations, &mut h.rh, u, r_tag);
