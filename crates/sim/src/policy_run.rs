@@ -187,7 +187,7 @@ pub struct LeafSeries {
     pub rates_bps: Vec<f64>,
 }
 
-/// The result of [`run`].
+/// The result of [`run_tree`].
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunReport {
     /// The policy's file name.
