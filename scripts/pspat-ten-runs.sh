@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs="${RUNS:-10}"
 clients="${CLIENTS:-1,4,32}"
-cargo build --release -p eiffel --quiet
+cargo build --release -p eiffel-cli --quiet
 out="$(mktemp -d)"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for i in $(seq "$runs"); do

@@ -6,10 +6,10 @@
 use clap::{Args, Subcommand};
 
 pub mod clock;
-mod cq;
+pub mod cq;
 pub mod hqos;
 pub mod mailbox;
-mod policy;
+pub mod policy;
 pub mod probe;
 mod pspat;
 pub mod queues;

@@ -41,7 +41,7 @@ fn the_example_is_rte_sched_shaped() {
         .nodes
         .iter()
         .filter_map(|n| n.limit)
-        .all(|l| l.rate == h.port.bps));
+        .all(|l| l.rate.bps() == h.port.bps));
 }
 
 #[test]

@@ -17,7 +17,7 @@ use crate::link::Link;
 use crate::sync::{lock, Mutex};
 use crate::transmit::Transmit;
 use crate::Error;
-use eiffel_sched::{Drop, DropCounts, DropReason, Nanos, Packet, Scheduler};
+use eiffel_sched::{DropCounts, DropReason, Dropped, Nanos, Packet, Scheduler};
 use std::time::Duration;
 
 /// Packets the sink receives per call at most.
@@ -131,8 +131,8 @@ impl<S: Scheduler, X: Transmit> Locked<S, X> {
     /// Enqueues `pkt` and runs the link, all under the lock.
     ///
     /// # Errors
-    /// The scheduler's [`Drop`] when it refuses the packet (or evicts another).
-    pub fn send(&self, pkt: Packet) -> Result<(), Drop> {
+    /// The scheduler's [`Dropped`] when it refuses the packet (or evicts another).
+    pub fn send(&self, pkt: Packet) -> Result<(), Dropped> {
         let mut guard = lock(&self.inner);
         // Read under the lock, as a shaper in tc does: a time read before waiting
         // for the lock could precede the arrival of a packet this call transmits.

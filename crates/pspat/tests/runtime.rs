@@ -380,7 +380,7 @@ fn paced_tree() -> eiffel_sched::PolicyTree {
     let mut spec = TreeSpec::new(64);
     let mut root = NodeSpec::new("root", None);
     root.limit = Some(RateLimit {
-        rate: 1500 * 8 * 200,
+        rate: eiffel_sched::Rate::from_bps(1500 * 8 * 200),
         burst: 1500,
     });
     spec.add(root);

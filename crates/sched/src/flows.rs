@@ -43,7 +43,7 @@
 use crate::packet::{FlowId, Nanos, Packet};
 use crate::pool::{Fifo as List, PacketPool};
 use crate::scheduler::{
-    Backlog, ConfigError, Counters, Drop, DropReason, FlowConfig, FlowScheduler, Scheduler,
+    Backlog, ConfigError, Counters, DropReason, Dropped, FlowConfig, FlowScheduler, Scheduler,
 };
 
 /// The flow-ordering half of a per-flow scheduler; see the [module docs](self).
@@ -182,7 +182,7 @@ impl<C: FlowCore> PerFlow<C> {
 }
 
 impl<C: FlowCore> Scheduler for PerFlow<C> {
-    fn enqueue(&mut self, pkt: Packet, _now: Nanos) -> Result<(), Drop> {
+    fn enqueue(&mut self, pkt: Packet, _now: Nanos) -> Result<(), Dropped> {
         self.counters.on_enqueue(pkt.len);
         let Some(slot) = self.flows.get_mut(pkt.flow as usize) else {
             return Err(self.counters.drop_packet(pkt, DropReason::UnknownFlow));

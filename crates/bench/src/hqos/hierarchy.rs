@@ -3,7 +3,8 @@
 //! queues), and laid out at any size for both schedulers.
 
 use eiffel_policy::Policy;
-use eiffel_sched::tree::{Discipline, NodeSpec, TreeSpec};
+use eiffel_sched::time::Rate;
+use eiffel_sched::tree::{Discipline, NodeSpec, Rank, TreeSpec};
 use eiffel_sched::ClassId;
 
 /// Traffic classes per pipe: 12 strict-priority classes and best effort.
@@ -77,7 +78,7 @@ pub fn tc_of(q: usize) -> (usize, usize) {
 
 fn limit_of(spec: &NodeSpec) -> Option<Limit> {
     spec.limit.map(|l| Limit {
-        bps: l.rate,
+        bps: l.rate.bps(),
         burst: l.burst,
     })
 }
@@ -171,7 +172,7 @@ impl Hierarchy {
         }
         for n in &mut h.template.nodes {
             if let Some(l) = &mut n.limit {
-                l.rate = port;
+                l.rate = Rate::from_bps(port);
             }
         }
         h
@@ -264,7 +265,11 @@ fn read_best_effort(
     }
     if !matches!(
         class.discipline,
-        Discipline::Drr | Discipline::Wfq | Discipline::Qfq | Discipline::Wf2q
+        Discipline::FairQueue(_)
+            | Discipline::Ranked {
+                rank: Rank::Wfq,
+                ..
+            }
     ) {
         return Err(format!(
             "the best-effort class {:?} must share by weight",
@@ -308,7 +313,13 @@ fn read_pipe(
     let node = &spec.nodes[p];
     let name = &node.name;
     let pipe = limit_of(node).ok_or_else(|| format!("pipe {name:?} needs a limit"))?;
-    if node.discipline != Discipline::Strict {
+    if !matches!(
+        node.discipline,
+        Discipline::Ranked {
+            rank: Rank::Strict,
+            ..
+        }
+    ) {
         return Err(format!(
             "pipe {name:?} must be `strict` over its traffic classes"
         ));

@@ -88,10 +88,14 @@ fn tx_mailboxes(cfg: &Config, dispatchers: usize) -> Result<TxMailboxes, Error> 
 }
 
 fn check_dispatch<X>(dispatch: &Dispatch<X>) -> Result<(), Error> {
-    if matches!(dispatch, Dispatch::Threads(s) if s.is_empty() || s.len() > 1024) {
-        return Err(Error::Config(eiffel_sched::ConfigError::Invalid(
-            "dispatch: between 1 and 1024 dispatcher sinks".into(),
-        )));
+    if let Dispatch::Threads(s) = dispatch {
+        if s.is_empty() || s.len() > 1024 {
+            return Err(Error::Config(eiffel_sched::ConfigError::OutOfRange {
+                what: "dispatcher sinks",
+                value: s.len() as u64,
+                range: "1..=1024",
+            }));
+        }
     }
     Ok(())
 }

@@ -1,6 +1,6 @@
-//! Classification: from frame bytes to a scheduler-ready [`Packet`] descriptor.
+//! The classifier: from frame bytes to a scheduler-ready [`Packet`] descriptor.
 //!
-//! Sans-IO. A [`Classifier`] parses a frame ([`crate::wire::parse`]), looks its
+//! A [`Classifier`] parses a frame ([`crate::wire::parse`]), looks its
 //! [`FlowKey`] up in the bounded [`FlowTable`] (creating the flow and running the
 //! [`RuleSet`] on its first packet only), and returns a [`Packet`] whose `flow` is the
 //! dense flow id and whose `class` is the leaf. The caller sets `buffer` (where the
@@ -8,21 +8,72 @@
 //!
 //! Malformed frames follow the configured [`MalformedAction`]: forwarded in the
 //! default leaf as the single flow [`FlowKey::MALFORMED`] (default), or handed back
-//! as a [`Drop`] with [`DropReason::Malformed`]. Either way they are counted by
+//! as a [`Dropped`] with [`DropReason::Malformed`]. Either way they are counted by
 //! reason in [`ClassifyCounters::malformed`].
 
-mod flow_table;
-mod rules;
+use eiffel_sched::{ClassId, ConfigError, DropReason, Dropped, FlowId, Nanos, Packet};
+use serde::Deserialize;
 
-pub use flow_table::{FlowCounters, FlowHit, FlowTable, FlowTableConfig};
-pub use rules::{
-    Atom, ClassifySpec, DscpRange, Duration, EtherType, IdRange, MalformedAction, Matches,
-    PortRange, Prefix, Protocol, RuleError, RuleSet, RuleSpec, VlanRange,
-};
-
-use eiffel_sched::{ClassId, ConfigError, Drop, DropReason, FlowId, Nanos, Packet};
-
+use crate::conditions::RuleSpec;
+use crate::flow_table::{FlowTable, FlowTableConfig};
+use crate::rules::{RuleError, RuleSet};
 use crate::wire::{self, FlowKey, MalformedCounts};
+
+/// What happens to a frame whose headers cannot be parsed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MalformedAction {
+    /// Forward it, unclassified, in the default leaf (one shared flow,
+    /// [`FlowKey::MALFORMED`]). The default: a bump in the wire stays transparent
+    /// to protocols it does not understand, the end host stays the judge of its own
+    /// packets, and the frames are still scheduled and shaped, so they cannot bypass
+    /// a rate limit.
+    #[default]
+    Forward,
+    /// Drop it, counted as [`eiffel_sched::DropReason::Malformed`].
+    Drop,
+}
+
+/// A classification as a policy compiles it: the default leaf, the rules as
+/// written, the flow table and what happens to malformed frames.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassifySpec {
+    /// Leaf of every packet no rule matches.
+    pub default: String,
+    /// Flow-table capacity and idle timeout.
+    pub flow_table: FlowTableConfig,
+    /// What happens to malformed frames.
+    pub malformed: MalformedAction,
+    /// Rules, first match wins.
+    pub rules: Vec<RuleSpec>,
+}
+
+/// A classification that cannot be turned into a classifier.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClassifyError {
+    /// A rule problem.
+    #[error(transparent)]
+    Rule(#[from] RuleError),
+    /// A sizing problem.
+    #[error("classify: {0}")]
+    Config(#[from] ConfigError),
+}
+
+impl ClassifySpec {
+    /// A frame classifier (rules and flow table) whose leaves are named through
+    /// `resolve` (the policy's leaf ids, or the stable ids of a live bump).
+    ///
+    /// # Errors
+    /// A leaf `resolve` does not know; never for the policy's own leaves.
+    pub fn classifier(
+        &self,
+        resolve: impl FnMut(&str) -> Option<ClassId>,
+    ) -> Result<Classifier, ClassifyError> {
+        let rules = RuleSet::compile(&self.rules, &self.default, resolve)?;
+        Ok(Classifier::new(rules, self.flow_table, self.malformed)?)
+    }
+}
 
 /// Counters of a [`Classifier`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -33,18 +84,6 @@ pub struct ClassifyCounters {
     pub malformed: MalformedCounts,
     /// Malformed frames dropped (under [`MalformedAction::Drop`]).
     pub dropped: u64,
-}
-
-/// A classification section that cannot be turned into a classifier.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ClassifyError {
-    /// A rule problem.
-    #[error(transparent)]
-    Rule(#[from] RuleError),
-    /// A sizing problem.
-    #[error("classify: {0}")]
-    Config(#[from] ConfigError),
 }
 
 /// Parser, rules and flow table together: frame bytes in, descriptors out.
@@ -74,49 +113,13 @@ impl Classifier {
         })
     }
 
-    /// A classifier from a policy file's `[classify]` section, resolving leaf names
-    /// with `resolve`.
-    ///
-    /// # Errors
-    /// An unknown leaf, a rule that can never match, or an out-of-range size.
-    ///
-    /// # Examples
-    /// ```
-    /// use eiffel_net::classify::{Classifier, ClassifySpec};
-    /// let spec: ClassifySpec = toml::from_str(r#"
-    ///     default = "bulk"
-    ///     [[rule]]
-    ///     leaf = "interactive"
-    ///     protocol = "tcp"
-    ///     dst_port = 22
-    /// "#).unwrap();
-    /// let leaves = ["bulk", "interactive"];
-    /// let resolve = |name: &str| leaves.iter().position(|l| *l == name).map(|i| i as u32);
-    /// let classifier = Classifier::from_spec(&spec, resolve).unwrap();
-    /// assert_eq!(classifier.rules().len(), 1);
-    /// ```
-    pub fn from_spec(
-        spec: &ClassifySpec,
-        resolve: impl FnMut(&str) -> Option<ClassId>,
-    ) -> Result<Classifier, ClassifyError> {
-        let rules = RuleSet::compile(&spec.rules, &spec.default, resolve)?;
-        Ok(Classifier::new(
-            rules,
-            FlowTableConfig {
-                max_flows: spec.max_flows,
-                idle_timeout: spec.idle_timeout.0,
-            },
-            spec.malformed,
-        )?)
-    }
-
     /// Classifies one frame arriving at `now`: a descriptor with `flow`, `class`,
     /// `len` and `arrival` set (`buffer` 0, for the caller to fill in).
     ///
     /// # Errors
-    /// A malformed frame under [`MalformedAction::Drop`], handed back as a [`Drop`]
+    /// A malformed frame under [`MalformedAction::Drop`], handed back as a [`Dropped`]
     /// (its descriptor carries the length and arrival time, flow 0).
-    pub fn classify(&mut self, frame: &[u8], now: Nanos) -> Result<Packet, Drop> {
+    pub fn classify(&mut self, frame: &[u8], now: Nanos) -> Result<Packet, Dropped> {
         self.counters.frames += 1;
         let len = u32::try_from(frame.len()).unwrap_or(u32::MAX);
         let key = match wire::parse(frame) {
@@ -127,7 +130,7 @@ impl Classifier {
                     MalformedAction::Forward => FlowKey::MALFORMED,
                     MalformedAction::Drop => {
                         self.counters.dropped += 1;
-                        return Err(Drop {
+                        return Err(Dropped {
                             packet: Packet::new(0, len).at(now),
                             reason: DropReason::Malformed,
                         });
@@ -174,6 +177,3 @@ impl Classifier {
         &self.counters
     }
 }
-
-#[cfg(test)]
-mod tests;

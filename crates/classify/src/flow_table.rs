@@ -41,7 +41,7 @@
 
 use std::hash::{BuildHasher, RandomState};
 
-use eiffel_sched::{ClassId, ConfigError, FlowId, Nanos};
+use eiffel_sched::{ClassId, ConfigError, Duration, FlowId, Nanos};
 
 use crate::wire::FlowKey;
 
@@ -53,7 +53,7 @@ pub struct FlowTableConfig {
     /// Most flows tracked at once; flow ids are `0..max_flows`.
     pub max_flows: u32,
     /// A flow with no packet for this long expires.
-    pub idle_timeout: Nanos,
+    pub idle_timeout: Duration,
 }
 
 /// Counts of flow-table events since construction.
@@ -131,7 +131,7 @@ impl FlowTable {
                 range: "1..=16777216",
             });
         }
-        if cfg.idle_timeout == 0 {
+        if cfg.idle_timeout.is_zero() {
             return Err(ConfigError::OutOfRange {
                 what: "idle_timeout (ns)",
                 value: 0,
@@ -160,7 +160,7 @@ impl FlowTable {
             tail: NIL,
             free: 0,
             live: 0,
-            idle_timeout: cfg.idle_timeout,
+            idle_timeout: cfg.idle_timeout.as_nanos(),
             counters: FlowCounters::default(),
         })
     }
@@ -306,8 +306,8 @@ impl FlowTable {
 
     /// The idle timeout.
     #[must_use]
-    pub fn idle_timeout(&self) -> Nanos {
-        self.idle_timeout
+    pub fn idle_timeout(&self) -> Duration {
+        Duration::from_nanos(self.idle_timeout)
     }
 
     /// Event counters since construction.
@@ -471,7 +471,7 @@ mod tests {
     fn table(max_flows: u32, idle_timeout: Nanos) -> FlowTable {
         FlowTable::new(FlowTableConfig {
             max_flows,
-            idle_timeout,
+            idle_timeout: Duration::from_nanos(idle_timeout),
         })
         .unwrap()
     }
@@ -480,17 +480,17 @@ mod tests {
     fn rejects_bad_sizes() {
         assert!(FlowTable::new(FlowTableConfig {
             max_flows: 0,
-            idle_timeout: 1
+            idle_timeout: Duration::from_nanos(1)
         })
         .is_err());
         assert!(FlowTable::new(FlowTableConfig {
             max_flows: 1,
-            idle_timeout: 0
+            idle_timeout: Duration::from_nanos(0)
         })
         .is_err());
         assert!(FlowTable::new(FlowTableConfig {
             max_flows: FlowTable::MAX_FLOWS + 1,
-            idle_timeout: 1
+            idle_timeout: Duration::from_nanos(1)
         })
         .is_err());
     }

@@ -2,7 +2,8 @@
 //! flow-table bounds, and accounts for every frame.
 #![no_main]
 
-use eiffel_net::classify::{Classifier, FlowTableConfig, MalformedAction, RuleSet};
+use eiffel_classify::{Classifier, FlowTableConfig, MalformedAction, RuleSet};
+use eiffel_sched::Duration;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -17,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
     let rules = RuleSet::default_only(0);
     let cfg = FlowTableConfig {
         max_flows: 8,
-        idle_timeout: 1 + u64::from(control >> 1),
+        idle_timeout: Duration::from_nanos(1 + u64::from(control >> 1)),
     };
     let mut c = Classifier::new(rules, cfg, action).expect("valid configuration");
     let mut ok = 0u64;

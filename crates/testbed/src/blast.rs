@@ -12,7 +12,9 @@ use std::sync::mpsc::Sender;
 use std::time::{Duration, Instant};
 
 use super::{Role, Testbed, RECEIVER_IF, SENDER_IF};
-use crate::afpacket::{Interest, PollSet, RxConfig, RxRing, TxConfig, TxError, TxRing};
+use eiffel_net::afpacket::{
+    Interest, NetError, PollSet, RxConfig, RxRing, TxConfig, TxError, TxRing,
+};
 
 /// UDP destination port of the generated frames.
 pub const MARK_PORT: u16 = 9;
@@ -60,19 +62,49 @@ pub fn thread_cpu_ns() -> u64 {
     schedstat(Path::new("/proc/thread-self/schedstat"))
 }
 
+/// Why a generator or a counter stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BlastError {
+    /// The namespace could not be entered.
+    #[error("entering the {role:?} namespace: {source}")]
+    Enter {
+        /// Whose namespace.
+        role: Role,
+        /// The error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A ring could not be opened or flushed.
+    #[error(transparent)]
+    Ring(#[from] NetError),
+    /// A frame could not be queued.
+    #[error("transmit: {0}")]
+    Send(#[from] TxError),
+    /// A wait on a ring failed.
+    #[error("waiting on the ring: {0}")]
+    Wait(#[source] std::io::Error),
+}
+
+/// Enters `role`'s namespace.
+fn enter(bed: &Testbed, role: Role) -> Result<(), BlastError> {
+    bed.enter(role)
+        .map_err(|source| BlastError::Enter { role, source })
+}
+
 /// Moves the calling thread into the sender namespace and transmits `frame` in
 /// batches of 256 until `until`. Returns (frames sent, CPU ns of this thread).
 ///
 /// # Errors
 /// The namespace or the ring cannot be entered or opened, or a send fails.
-pub fn generate(bed: &Testbed, frame: &[u8], until: Instant) -> Result<(u64, u64), String> {
-    bed.enter(Role::Sender).map_err(|e| e.to_string())?;
+pub fn generate(bed: &Testbed, frame: &[u8], until: Instant) -> Result<(u64, u64), BlastError> {
+    enter(bed, Role::Sender)?;
     let cfg = TxConfig {
         frame_count: 4096,
         qdisc_bypass: true,
         ..TxConfig::default()
     };
-    let mut tx = TxRing::open(SENDER_IF, &cfg).map_err(|e| e.to_string())?;
+    let mut tx = TxRing::open(SENDER_IF, &cfg)?;
     let mut poll = PollSet::with_capacity(1);
     let cpu = thread_cpu_ns();
     while Instant::now() < until {
@@ -81,15 +113,15 @@ pub fn generate(bed: &Testbed, frame: &[u8], until: Instant) -> Result<(u64, u64
             match tx.send(frame) {
                 Ok(()) => n += 1,
                 Err(TxError::Full) => break,
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(e.into()),
             }
         }
-        tx.flush().map_err(|e| e.to_string())?;
+        tx.flush()?;
         if n == 0 {
             poll.clear();
             poll.add(&tx, Interest::Writable);
             poll.wait(Some(Duration::from_millis(1)))
-                .map_err(|e| e.to_string())?;
+                .map_err(BlastError::Wait)?;
         }
     }
     Ok((tx.stats().frames, thread_cpu_ns() - cpu))
@@ -101,14 +133,18 @@ pub fn generate(bed: &Testbed, frame: &[u8], until: Instant) -> Result<(u64, u64
 ///
 /// # Errors
 /// The namespace or the ring cannot be entered or opened, or a wait fails.
-pub fn count(bed: &Testbed, ready: Sender<()>, stop: &AtomicBool) -> Result<(u64, u64), String> {
-    bed.enter(Role::Receiver).map_err(|e| e.to_string())?;
+pub fn count(
+    bed: &Testbed,
+    ready: Sender<()>,
+    stop: &AtomicBool,
+) -> Result<(u64, u64), BlastError> {
+    enter(bed, Role::Receiver)?;
     let cfg = RxConfig {
         block_size: 1 << 20,
         block_count: 64,
         ..RxConfig::default()
     };
-    let mut rx = RxRing::open(RECEIVER_IF, &cfg).map_err(|e| e.to_string())?;
+    let mut rx = RxRing::open(RECEIVER_IF, &cfg)?;
     let _ = ready.send(());
     let cpu = thread_cpu_ns();
     let mut seen = 0u64;
@@ -118,7 +154,7 @@ pub fn count(bed: &Testbed, ready: Sender<()>, stop: &AtomicBool) -> Result<(u64
             poll.clear();
             poll.add(&rx, Interest::Readable);
             poll.wait(Some(Duration::from_millis(10)))
-                .map_err(|e| e.to_string())?;
+                .map_err(BlastError::Wait)?;
         }
     }
     rx.recv(usize::MAX, |f| seen += u64::from(is_marked(f.data())));

@@ -2,7 +2,7 @@
 //! own length and consistent fields.
 #![no_main]
 
-use eiffel_net::wire::{parse, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
+use eiffel_classify::wire::{parse, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -1,9 +1,11 @@
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+use eiffel_sched::{ClassId, DropReason, Duration};
 use proptest::prelude::*;
+use serde::Deserialize;
 
 use super::*;
-use crate::wire::{IpKey, Ports, ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
+use crate::wire::{self, FlowKey, IpKey, Ports, ETHERTYPE_ARP, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
 
 const LEAVES: [&str; 4] = ["l0", "l1", "l2", "l3"];
 
@@ -11,8 +13,21 @@ fn resolve(name: &str) -> Option<ClassId> {
     LEAVES.iter().position(|l| *l == name).map(|i| i as ClassId)
 }
 
-fn spec(text: &str) -> Result<ClassifySpec, String> {
-    toml::from_str::<ClassifySpec>(text).map_err(|e| e.to_string())
+/// Rules as a configuration file writes them: a default leaf and `[[rule]]`s.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Spec {
+    default: String,
+    #[serde(default, rename = "rule")]
+    rules: Vec<RuleSpec>,
+}
+
+fn spec(text: &str) -> Result<Spec, String> {
+    toml::from_str::<Spec>(text).map_err(|e| e.to_string())
+}
+
+fn compile(s: &Spec) -> Result<RuleSet, RuleError> {
+    RuleSet::compile(&s.rules, &s.default, resolve)
 }
 
 #[test]
@@ -20,9 +35,6 @@ fn documented_example_parses() {
     let s = spec(
         r#"
         default = "l0"
-        max_flows = 1024
-        idle_timeout = "500ms"
-        malformed = "drop"
 
         [[rule]]
         leaf = "l1"
@@ -42,9 +54,6 @@ fn documented_example_parses() {
         "#,
     )
     .unwrap();
-    assert_eq!(s.max_flows, 1024);
-    assert_eq!(s.idle_timeout, Duration(500_000_000));
-    assert_eq!(s.malformed, MalformedAction::Drop);
     assert_eq!(s.rules.len(), 3);
     assert_eq!(
         s.rules[0].dscp.as_ref().unwrap().values(),
@@ -62,18 +71,7 @@ fn documented_example_parses() {
         s.rules[2].ether_type.as_ref().unwrap().values(),
         &[EtherType(ETHERTYPE_ARP), EtherType(0x88cc)]
     );
-    let c = Classifier::from_spec(&s, resolve).unwrap();
-    assert_eq!(c.rules().len(), 3);
-    assert_eq!(c.flows().capacity(), 1024);
-}
-
-#[test]
-fn defaults_apply() {
-    let s = spec("default = \"l0\"").unwrap();
-    assert_eq!(s.max_flows, 65_536);
-    assert_eq!(s.idle_timeout, Duration(30_000_000_000));
-    assert_eq!(s.malformed, MalformedAction::Forward);
-    assert!(s.rules.is_empty());
+    assert_eq!(compile(&s).unwrap().len(), 3);
 }
 
 #[test]
@@ -102,37 +100,25 @@ fn bad_values_are_explained_with_position() {
         assert!(err.contains(want), "{line}: {err}");
         assert!(err.contains("line 4"), "{line}: no position in {err}");
     }
-    let err = spec("default = \"l0\"\nidle_timeout = \"30\"").unwrap_err();
-    assert!(err.contains("needs a unit"), "{err}");
-    let err = spec("default = \"l0\"\nidle_timeout = \"3h\"").unwrap_err();
-    assert!(err.contains("unknown unit `h`"), "{err}");
 }
 
 #[test]
 fn compile_errors_name_the_rule() {
     let s = spec("default = \"nope\"").unwrap();
     assert_eq!(
-        Classifier::from_spec(&s, resolve).unwrap_err().to_string(),
+        compile(&s).unwrap_err().to_string(),
         "classify.default: `nope` is not a leaf of the policy"
     );
     let s = spec("default = \"l0\"\n[[rule]]\nleaf = \"l1\"\n[[rule]]\nleaf = \"zz\"").unwrap();
     assert_eq!(
-        Classifier::from_spec(&s, resolve).unwrap_err().to_string(),
+        compile(&s).unwrap_err().to_string(),
         "classify rule #2: leaf `zz` is not a leaf of the policy"
     );
     let s = spec("default = \"l0\"\n[[rule]]\nleaf = \"l1\"\nprotocol = \"icmp\"\ndst_port = 1")
         .unwrap();
     assert!(matches!(
-        Classifier::from_spec(&s, resolve),
-        Err(ClassifyError::Rule(RuleError::PortsWithoutTransport {
-            rule: 1,
-            ..
-        }))
-    ));
-    let s = spec("default = \"l0\"\nmax_flows = 0").unwrap();
-    assert!(matches!(
-        Classifier::from_spec(&s, resolve),
-        Err(ClassifyError::Config(_))
+        compile(&s),
+        Err(RuleError::PortsWithoutTransport { rule: 1, .. })
     ));
 }
 
@@ -452,18 +438,18 @@ fn frame_v4_udp(dport: u16) -> Vec<u8> {
     out
 }
 
-fn classifier(malformed: &str) -> Classifier {
-    let s = spec(&format!(
-        "default = \"l0\"\nmax_flows = 4\nidle_timeout = \"1s\"\nmalformed = \"{malformed}\"\n\
-         [[rule]]\nleaf = \"l2\"\ndst_port = 5201\n"
-    ))
-    .unwrap();
-    Classifier::from_spec(&s, resolve).unwrap()
+fn classifier(malformed: MalformedAction) -> Classifier {
+    let s = spec("default = \"l0\"\n[[rule]]\nleaf = \"l2\"\ndst_port = 5201\n").unwrap();
+    let table = FlowTableConfig {
+        max_flows: 4,
+        idle_timeout: Duration::from_secs(1),
+    };
+    Classifier::new(compile(&s).unwrap(), table, malformed).unwrap()
 }
 
 #[test]
 fn classifier_builds_descriptors() {
-    let mut c = classifier("forward");
+    let mut c = classifier(MalformedAction::Forward);
     let a = c.classify(&frame_v4_udp(5201), 10).unwrap();
     let b = c.classify(&frame_v4_udp(80), 20).unwrap();
     let a2 = c.classify(&frame_v4_udp(5201), 30).unwrap();
@@ -476,7 +462,7 @@ fn classifier_builds_descriptors() {
 
 #[test]
 fn malformed_forward_goes_to_default_leaf_as_one_flow() {
-    let mut c = classifier("forward");
+    let mut c = classifier(MalformedAction::Forward);
     let mut bad = frame_v4_udp(5201);
     bad[14] = 0x41; // IHL 1: shorter than an IPv4 header
     let p = c.classify(&bad, 0).unwrap();
@@ -497,7 +483,7 @@ fn malformed_forward_goes_to_default_leaf_as_one_flow() {
 
 #[test]
 fn malformed_drop_hands_back_a_counted_drop() {
-    let mut c = classifier("drop");
+    let mut c = classifier(MalformedAction::Drop);
     let d = c.classify(&[0u8; 5], 7).unwrap_err();
     assert_eq!(d.reason, DropReason::Malformed);
     assert_eq!((d.packet.len, d.packet.arrival), (5, 7));
@@ -513,7 +499,7 @@ proptest! {
     fn classifier_never_panics_and_counts_everything(
         frames in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..80), 1..20),
     ) {
-        let mut c = classifier("drop");
+        let mut c = classifier(MalformedAction::Drop);
         let mut ok = 0u64;
         for (i, f) in frames.iter().enumerate() {
             if let Ok(p) = c.classify(f, i as u64) {

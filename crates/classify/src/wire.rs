@@ -23,12 +23,12 @@
 //! beyond the frame, a truncated IPv6 extension chain, a TCP data offset beyond the
 //! segment, a UDP length beyond the datagram, ...) yields `Err(Malformed)` naming the
 //! layer. What happens to it next is the classifier's documented rule (see
-//! [`crate::classify::MalformedAction`]). Trailing bytes after an IP packet's stated
+//! [`crate::MalformedAction`]). Trailing bytes after an IP packet's stated
 //! length (Ethernet padding) are not an error. Checksums are not verified: a forwarder
 //! leaves that to the receiving host.
 //!
 //! `parse` never panics on any input (checked by a property test over random bytes and
-//! by the fuzz target in `crates/net/fuzz`).
+//! by the fuzz target in `crates/classify/fuzz`).
 
 use std::net::IpAddr;
 
@@ -249,7 +249,7 @@ impl MalformedCounts {
 ///
 /// # Examples
 /// ```
-/// use eiffel_net::wire::{parse, ETHERTYPE_ARP};
+/// use eiffel_classify::wire::{parse, ETHERTYPE_ARP};
 /// let mut arp = [0u8; 42];
 /// arp[12..14].copy_from_slice(&ETHERTYPE_ARP.to_be_bytes());
 /// let headers = parse(&arp).unwrap();

@@ -18,7 +18,7 @@
 //! Offloads are turned off on all four interfaces (`ethtool -K tx off tso off gso
 //! off gro off`): senders compute checksums and segment in software, so every frame
 //! on the wire is a real, MTU-sized frame with a complete checksum, which is what a
-//! packet-socket forwarder must see (see [`crate::afpacket`]).
+//! packet-socket forwarder must see (see [`eiffel_net::afpacket`]).
 //!
 //! Cleanup always happens: dropping the [`Testbed`] kills every process left in its
 //! namespaces and deletes them (which deletes the veths). [`Testbed::new`] first
@@ -35,7 +35,6 @@
 
 pub mod blast;
 
-use std::ffi::CString;
 use std::io::Read;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -237,7 +236,7 @@ pub fn have_program(program: &str) -> bool {
 #[must_use]
 pub fn missing_prerequisites(programs: &[&str]) -> Vec<String> {
     let mut missing = Vec::new();
-    if crate::sys::effective_uid() != 0 {
+    if !nix::unistd::geteuid().is_root() {
         missing.push("root privileges (run the tests as root)".to_owned());
     }
     for p in programs {
@@ -766,9 +765,8 @@ impl Testbed {
     /// # Errors
     /// The namespace could not be entered.
     pub fn enter(&self, role: Role) -> std::io::Result<()> {
-        let path = CString::new(format!("/run/netns/{}", self.namespace(role)))
-            .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
-        crate::sys::enter_netns(&path)
+        let ns = std::fs::File::open(format!("/run/netns/{}", self.namespace(role)))?;
+        nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET).map_err(std::io::Error::from)
     }
 
     /// Bridges `m0` and `m1` in the middle with a kernel bridge `br0` (the
