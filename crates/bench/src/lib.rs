@@ -6,13 +6,17 @@
 use clap::{Args, Subcommand};
 
 pub mod clock;
-mod cq;
-mod policy;
+pub mod cq;
+pub mod hqos;
+pub mod mailbox;
+pub mod policy;
+pub mod probe;
 mod pspat;
 pub mod queues;
 pub mod report;
 pub mod sched;
 mod shape;
+pub mod summary;
 
 /// Options every benchmark accepts.
 #[derive(Debug, Clone, Args)]
@@ -43,6 +47,10 @@ pub enum BenchCommand {
     /// PSPAT (section 6): decisions/s against client threads, rate stability under
     /// overload and victim latency, PSPAT against the same scheduler behind one lock.
     Pspat(pspat::PspatOpts),
+    /// Single-producer single-consumer transfer: PSPAT's FastForward mailbox
+    /// against rtrb, ringbuf and crossbeam's ArrayQueue, Mpps and ns per transfer,
+    /// one by one and in batches.
+    Mailbox(mailbox::MailboxOpts),
     /// Policy trees: the most flows one core schedules at 10 Gbit/s with pFabric
     /// and hClock on bucketed queues vs binary heaps, and the cost of pacing 20,000
     /// flows with one timing-wheel shaper vs a comparison heap (Eiffel section 5.1).
@@ -51,6 +59,11 @@ pub enum BenchCommand {
     /// with a policy, against a kernel bridge with HTB on the same veth topology
     /// (needs root).
     Shape(CommonOpts),
+    /// Hierarchical QoS: Mpps of Eiffel's policy tree against DPDK's rte_sched on
+    /// the same port/subport/pipe/traffic-class/queue hierarchy at 1K, 4K and 64K
+    /// queues, and the same throughput shares under overload (rte_sched with the
+    /// `dpdk` feature).
+    Hqos(hqos::HqosOpts),
 }
 
 /// An error a benchmark reports instead of results.
@@ -63,7 +76,9 @@ pub fn run(cmd: BenchCommand) -> Result<(), BenchError> {
         BenchCommand::Sched(opts) => sched::run(&opts),
         BenchCommand::Cq(opts) => cq::run(&opts),
         BenchCommand::Pspat(opts) => pspat::run(opts),
+        BenchCommand::Mailbox(opts) => mailbox::run(&opts),
         BenchCommand::Policy(opts) => policy::run(&opts),
         BenchCommand::Shape(opts) => shape::run(&opts),
+        BenchCommand::Hqos(opts) => hqos::run(&opts),
     }
 }

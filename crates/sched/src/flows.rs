@@ -43,7 +43,7 @@
 use crate::packet::{FlowId, Nanos, Packet};
 use crate::pool::{Fifo as List, PacketPool};
 use crate::scheduler::{
-    Backlog, ConfigError, Counters, Drop, DropReason, FlowConfig, FlowScheduler, Scheduler,
+    Backlog, ConfigError, Counters, DropReason, Dropped, FlowConfig, FlowScheduler, Scheduler,
 };
 
 /// The flow-ordering half of a per-flow scheduler; see the [module docs](self).
@@ -212,7 +212,7 @@ impl<C: FlowCore> Scheduler for PerFlow<C> {
     // field, and copying it into the pool with wide loads that straddle those
     // stores defeats store forwarding (half of FIFO's cost per packet).
     #[inline(always)]
-    fn enqueue(&mut self, pkt: Packet, _now: Nanos) -> Result<(), Drop> {
+    fn enqueue(&mut self, pkt: Packet, _now: Nanos) -> Result<(), Dropped> {
         self.counters.on_enqueue(pkt.len);
         let Some(slot) = self.flows.get_mut(pkt.flow as usize) else {
             return Err(self.counters.drop_packet(pkt, DropReason::UnknownFlow));
