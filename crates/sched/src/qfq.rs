@@ -432,7 +432,7 @@ impl QfqCore {
     /// `old_v`: the group's window moves to its first full slot (or the group
     /// leaves ER), groups it blocked may unblock, and groups whose start `V`
     /// passed become eligible.
-    #[inline]
+    #[inline(always)]
     fn after_service(&mut self, gi: usize, old_v: u64) {
         let shift = gi as u32;
         let g = &mut self.groups[gi % 64];
@@ -607,7 +607,7 @@ impl FlowCore for QfqCore {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn peek(&mut self) -> Option<FlowId> {
         let er = self.sets[ER];
         if er == 0 {
@@ -623,7 +623,10 @@ impl FlowCore for QfqCore {
     }
 
     /// qfq.txt Fig. 5, `dequeue`, after `peek` chose the flow.
-    #[inline]
+    // NB: always inlined, with `after_service`: out of line, the call saved and
+    // restored six registers per packet (callgrind, balanced workload at 64
+    // flows: 213 instructions per pair before, 199 after, generator included).
+    #[inline(always)]
     fn served(&mut self, k: FlowId, next: Option<u32>) {
         let flow = self.flows[k];
         let shift = u32::from(flow.group);
