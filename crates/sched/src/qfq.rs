@@ -668,7 +668,6 @@ impl FlowCore for QfqCore {
     }
 
     fn check_invariants(&self) {
-        let v = self.clock.now();
         let [er, eb, ir, ib] = self.sets;
         assert_eq!(
             er & eb | er & ir | er & ib | eb & ir | eb & ib | ir & ib,
@@ -676,96 +675,11 @@ impl FlowCore for QfqCore {
             "sets overlap: {:?}",
             self.sets
         );
-        let all = er | eb | ir | ib;
         let mut flows_seen = vec![false; self.flows.records().len()];
         let mut n_flows = 0u32;
-        for (gi, g) in self.groups.iter().enumerate() {
-            let bit = 1u64 << gi;
-            assert_eq!(
-                g.full != 0,
-                all & bit != 0,
-                "group {gi}: full={:#b} but sets={:?}",
-                g.full,
-                self.sets
-            );
-            for slot in 0..SLOTS {
-                let b = g.buckets[((g.front + slot) % SLOTS) as usize];
-                assert_eq!(
-                    b.head != NIL,
-                    g.full >> slot & 1 == 1,
-                    "group {gi} slot {slot}: full bit vs bucket"
-                );
-                let (mut k, mut last) = (b.head, NIL);
-                while k != NIL {
-                    let fl = &self.flows[k];
-                    assert!(!flows_seen[k as usize], "flow {k} in two buckets");
-                    flows_seen[k as usize] = true;
-                    n_flows += 1;
-                    assert!(fl.backlogged, "idle flow {k} in a bucket");
-                    assert_eq!(usize::from(fl.group), gi, "flow {k} in the wrong group");
-                    let want = g.s.wrapping_add(u64::from(slot) << gi);
-                    assert_eq!(
-                        round_down(fl.start(), gi as u32),
-                        want,
-                        "flow {k}: rounded start vs slot {slot}"
-                    );
-                    assert!(
-                        vt_lt(fl.start(), v.wrapping_add(2u64 << gi)),
-                        "flow {k}: S beyond V + 2 sigma (Theorem 3)"
-                    );
-                    last = k;
-                    k = fl.next;
-                }
-                assert_eq!(last, b.tail, "group {gi} slot {slot}: tail");
-            }
-            if g.full == 0 {
-                continue;
-            }
-            assert_eq!(g.full & 1, 1, "group {gi}: slot 0 empty");
-            assert_eq!(
-                g.f,
-                g.s.wrapping_add(2u64 << gi),
-                "group {gi}: F != S + 2 sigma"
-            );
-            let eligible = vt_le(g.s, v);
-            assert_eq!(
-                eligible,
-                (er | eb) & bit != 0,
-                "group {gi}: eligibility S={} V={v}",
-                g.s
-            );
-            let sigma = 1u64 << gi;
-            let ceil_v = round_down(v.wrapping_add(sigma - 1), gi as u32);
-            assert!(
-                vt_le(g.s, ceil_v),
-                "group {gi}: S={} beyond ceil(V)={ceil_v} (Theorem 3)",
-                g.s
-            );
-            let l = self.max_packet_virtual();
-            assert!(
-                vt_le(v, g.f.wrapping_add(l)),
-                "group {gi}: V={v} beyond F+L={} (Theorem 4)",
-                g.f.wrapping_add(l)
-            );
-            // Blocked: some ER group above finishes earlier. A blocked group always
-            // has a blocker; a ready one may, after `unblock_groups`, finish later
-            // than an ER group above it by less than L + 2 sigma (deviation 8).
-            let slack = l.wrapping_add(2u64 << gi);
-            let above =
-                |x: usize, s: u64| er >> x & 1 == 1 && vt_lt(self.groups[x].f.wrapping_add(s), g.f);
-            if (eb | ib) & bit != 0 {
-                assert!(
-                    (gi + 1..64).any(|x| above(x, 0)),
-                    "group {gi}: blocked without a blocker, sets={:?}",
-                    self.sets
-                );
-            } else {
-                assert!(
-                    !(gi + 1..64).any(|x| above(x, slack)),
-                    "group {gi}: ready with a blocker beyond slack, sets={:?}",
-                    self.sets
-                );
-            }
+        for gi in 0..self.groups.len() {
+            n_flows += self.check_group_buckets(gi, &mut flows_seen);
+            self.check_group_state(gi);
         }
         assert_eq!(
             n_flows,
@@ -777,23 +691,126 @@ impl FlowCore for QfqCore {
             "backlog but ER empty: sets={:?}",
             self.sets
         );
-        let ordered = |set: u64, by_start: bool| {
-            let mut prev: Option<u64> = None;
-            for gi in (0..64).filter(|&i| set >> i & 1 == 1) {
-                let g = &self.groups[gi];
-                let key = if by_start { g.s } else { g.f };
-                if let Some(p) = prev {
-                    assert!(
-                        vt_le(p, key),
-                        "set {set:#b} not ordered by {}",
-                        if by_start { "S" } else { "F" }
-                    );
-                }
-                prev = Some(key);
+        self.check_order(ir | ib, |g| g.s, "S");
+        self.check_order(ir | ib, |g| g.f, "F");
+    }
+}
+
+// The parts of `check_invariants`, group by group.
+impl QfqCore {
+    /// Group `gi`'s buckets against its bitmap and its flows' starts; marks the
+    /// flows seen and returns how many it holds.
+    fn check_group_buckets(&self, gi: usize, flows_seen: &mut [bool]) -> u32 {
+        let v = self.clock.now();
+        let g = &self.groups[gi];
+        let [er, eb, ir, ib] = self.sets;
+        assert_eq!(
+            g.full != 0,
+            (er | eb | ir | ib) & (1u64 << gi) != 0,
+            "group {gi}: full={:#b} but sets={:?}",
+            g.full,
+            self.sets
+        );
+        let mut n_flows = 0;
+        for slot in 0..SLOTS {
+            let b = g.buckets[((g.front + slot) % SLOTS) as usize];
+            assert_eq!(
+                b.head != NIL,
+                g.full >> slot & 1 == 1,
+                "group {gi} slot {slot}: full bit vs bucket"
+            );
+            let (mut k, mut last) = (b.head, NIL);
+            while k != NIL {
+                let fl = &self.flows[k];
+                assert!(!flows_seen[k as usize], "flow {k} in two buckets");
+                flows_seen[k as usize] = true;
+                n_flows += 1;
+                assert!(fl.backlogged, "idle flow {k} in a bucket");
+                assert_eq!(usize::from(fl.group), gi, "flow {k} in the wrong group");
+                let want = g.s.wrapping_add(u64::from(slot) << gi);
+                assert_eq!(
+                    round_down(fl.start(), gi as u32),
+                    want,
+                    "flow {k}: rounded start vs slot {slot}"
+                );
+                assert!(
+                    vt_lt(fl.start(), v.wrapping_add(2u64 << gi)),
+                    "flow {k}: S beyond V + 2 sigma (Theorem 3)"
+                );
+                last = k;
+                k = fl.next;
             }
-        };
-        ordered(ir | ib, true);
-        ordered(ir | ib, false);
+            assert_eq!(last, b.tail, "group {gi} slot {slot}: tail");
+        }
+        n_flows
+    }
+
+    /// A non-empty group `gi`'s timestamps, eligibility and blocking against the
+    /// paper's theorems.
+    fn check_group_state(&self, gi: usize) {
+        let v = self.clock.now();
+        let g = &self.groups[gi];
+        if g.full == 0 {
+            return;
+        }
+        let [er, eb, _, ib] = self.sets;
+        let bit = 1u64 << gi;
+        assert_eq!(g.full & 1, 1, "group {gi}: slot 0 empty");
+        assert_eq!(
+            g.f,
+            g.s.wrapping_add(2u64 << gi),
+            "group {gi}: F != S + 2 sigma"
+        );
+        assert_eq!(
+            vt_le(g.s, v),
+            (er | eb) & bit != 0,
+            "group {gi}: eligibility S={} V={v}",
+            g.s
+        );
+        let sigma = 1u64 << gi;
+        let ceil_v = round_down(v.wrapping_add(sigma - 1), gi as u32);
+        assert!(
+            vt_le(g.s, ceil_v),
+            "group {gi}: S={} beyond ceil(V)={ceil_v} (Theorem 3)",
+            g.s
+        );
+        let l = self.max_packet_virtual();
+        assert!(
+            vt_le(v, g.f.wrapping_add(l)),
+            "group {gi}: V={v} beyond F+L={} (Theorem 4)",
+            g.f.wrapping_add(l)
+        );
+        // Blocked: some ER group above finishes earlier. A blocked group always
+        // has a blocker; a ready one may, after `unblock_groups`, finish later
+        // than an ER group above it by less than L + 2 sigma (deviation 8).
+        let slack = l.wrapping_add(2u64 << gi);
+        let above =
+            |x: usize, s: u64| er >> x & 1 == 1 && vt_lt(self.groups[x].f.wrapping_add(s), g.f);
+        if (eb | ib) & bit != 0 {
+            assert!(
+                (gi + 1..64).any(|x| above(x, 0)),
+                "group {gi}: blocked without a blocker, sets={:?}",
+                self.sets
+            );
+        } else {
+            assert!(
+                !(gi + 1..64).any(|x| above(x, slack)),
+                "group {gi}: ready with a blocker beyond slack, sets={:?}",
+                self.sets
+            );
+        }
+    }
+
+    /// The groups of `set` in increasing index order have non-decreasing `key`.
+    fn check_order(&self, set: u64, key: impl Fn(&Group) -> u64, name: &str) {
+        let mut prev: Option<u64> = None;
+        for gi in (0..64).filter(|&i| set >> i & 1 == 1) {
+            let k = key(&self.groups[gi]);
+            if let Some(p) = prev {
+                assert!(vt_le(p, k), "set {set:#b} not ordered by {name}");
+            }
+            prev = Some(k);
+        }
     }
 }
 
