@@ -3,6 +3,7 @@
 //! clock (`now` is passed in) and no `libc`, so the same code classifies frames
 //! from a Linux ring, a pcap file, a simulator or a fuzzer.
 //!
+//! - [`checksum`]: TCP and UDP checksums left for hardware, completed in software.
 //! - [`wire`]: Ethernet / 802.1Q / 802.1ad / IPv4 / IPv6 / TCP / UDP headers (via
 //!   `etherparse`) to a `Copy` [`wire::FlowKey`]; malformed frames named by layer.
 //! - [`rules`]: classification rules, first match wins: their conditions as
@@ -28,6 +29,7 @@
 //! assert_eq!((pkt.class, pkt.len), (0, 10));
 //! ```
 
+pub mod checksum;
 mod classifier;
 mod conditions;
 pub mod flow_table;

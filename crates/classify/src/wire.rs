@@ -193,7 +193,7 @@ impl Malformed {
         }
     }
 
-    fn from_slice_error(err: &SliceError) -> Malformed {
+    pub(crate) fn from_slice_error(err: &SliceError) -> Malformed {
         match err {
             SliceError::Len(len) => Malformed::from_layer(len.layer),
             SliceError::Ip(_) | SliceError::Ipv4(_) => Malformed::Ipv4,

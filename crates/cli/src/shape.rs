@@ -15,6 +15,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use clap::Args;
+use eiffel_net::offload::Offloads;
 use eiffel_net::shape::{Bump, LinkRate, LivePolicy, ShapeConfig, DEFAULT_LINK_RATE_BPS};
 use eiffel_policy::units::{self, fmt_rate, RateUnit, TimeUnit};
 use eiffel_policy::Policy;
@@ -195,6 +196,25 @@ fn serve(bump: &Bump, file: &Path, mut stream: UnixStream) {
     let _ = stream.write_all(answer.as_bytes());
 }
 
+/// Warns about receive offloads on the bump's interfaces: they merge frames into
+/// super-frames the bump drops. (Checksums senders leave for hardware are
+/// completed in software and need no change.)
+fn warn_offloads(args: &ShapeArgs) {
+    for dev in [&args.input, &args.output] {
+        // A missing interface is reported by the start that follows.
+        if let Ok(o) = Offloads::query(dev) {
+            if o.merges_received() {
+                eprintln!(
+                    "eiffel shape: warning: receive offload (GRO/LRO) is on on `{dev}`: frames \
+                     merged beyond the MTU are dropped and counted as oversize; turn it off with \
+                     `ethtool -K {dev} gro off lro off` (and `gso off tso off` on senders on \
+                     the same host)"
+                );
+            }
+        }
+    }
+}
+
 /// The data path's configuration from the command line.
 fn config(args: &ShapeArgs) -> Result<ShapeConfig, Error> {
     let mut cfg = ShapeConfig::new(&args.input, &args.output);
@@ -231,6 +251,7 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
     // Signals are caught from here on, so a stop during start-up is not lost.
     let signals = Signals::new([SIGINT, SIGTERM, SIGHUP])
         .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    warn_offloads(args);
     let bump = Bump::start(&cfg, live(&policy))?;
     let listener = match bind(&socket) {
         Ok(l) => l,

@@ -23,7 +23,11 @@
 //! packets, the final balance after SIGTERM) and `clear_errors` (bad policy,
 //! missing interface, missing CAP_NET_RAW); `example_live_policy` runs the
 //! shipped `examples/policies/live-uplink.toml` (per-flow fairness inside a
-//! tenant, the root's 100 Mbit/s).
+//! tenant, the root's 100 Mbit/s); `checksum_offload_on` leaves transmit
+//! checksum offload on in the test bed (only GRO, GSO and TSO off, as the README
+//! tells a user), so every TCP and UDP frame crosses with its checksum unfinished:
+//! TCP gets the root's 40 Mbit/s and UDP arrives whole, because the bump completes
+//! the checksums in both directions.
 //!
 //! `eiffel shape` runs with `--realtime 10`, as in production: other processes
 //! cannot delay its departures. A rate outside its tolerance is measured once more
@@ -42,8 +46,8 @@ use std::time::{Duration, Instant};
 
 use eiffel_net::shape::Snapshot;
 use eiffel_testbed::{
-    self as testbed, Background, Htb, HtbClass, HtbMatch, Iperf3, Iperf3Report, Role, Testbed,
-    MIDDLE_OUT,
+    self as testbed, Background, Htb, HtbClass, HtbMatch, Iperf3, Iperf3Report, Offloads, Role,
+    Testbed, MIDDLE_OUT,
 };
 
 const TOOLS: [&str; 5] = ["ip", "tc", "ethtool", "ping", "iperf3"];
@@ -778,5 +782,62 @@ fn example_run() {
         "two flows of one per-flow leaf: {:.2} vs {:.2} Mbit/s",
         a / 1e6,
         b / 1e6
+    );
+}
+
+/// Transmit checksum offload left on (`ethtool -K DEV gro off gso off tso off`
+/// only): TCP data, its acknowledgements and UDP all arrive at the bump with
+/// their checksums unfinished. TCP must get the root's 40 Mbit/s (it gets
+/// nothing when such frames are forwarded as they are) and UDP must arrive
+/// whole; the counters show every such frame completed, none left.
+#[test]
+fn checksum_offload_on() {
+    if !testbed::preflight("checksum_offload_on", &TOOLS) {
+        return;
+    }
+    let _serial = serial();
+    measured("checksum offload", checksum_run);
+}
+
+fn checksum_run() {
+    let bed = Testbed::with_offloads("eiffel-shc", Offloads::ChecksumOn).expect("test bed");
+    let dir = TempDir::new("checksum");
+    let shaper = Shaper::start(&bed, &policy("weighted.toml"), &dir.0, &[]);
+    let tcp = Iperf3 {
+        omit: 1,
+        ..Iperf3::tcp(5201, 4)
+    };
+    let udp = Iperf3 {
+        length: Some(VOICE_LEN),
+        omit: 1,
+        ..Iperf3::udp(5203, 4, "5M")
+    };
+    let r = concurrent(&bed, &[tcp, udp]);
+    let (t, u) = (tcp_wire(&r[0]), udp_wire(&r[1], VOICE_LEN));
+    let loss = r[1].lost_packets as f64 / r[1].packets.max(1) as f64;
+    row(
+        "checksum offload on",
+        "eiffel",
+        &[
+            ("tcp_wire_mbps", format!("{:.2}", t / 1e6)),
+            ("udp_mbps", format!("{:.2}", r[1].bits_per_second / 1e6)),
+            ("udp_loss_pct", format!("{:.2}", loss * 100.0)),
+        ],
+    );
+    let last = shaper.stop();
+    check_balance(&last);
+    let (i, rev) = (&last.ingress, &last.reverse);
+    assert!(
+        i.checksum_pending > 0 && rev.checksum_completed > 0,
+        "the test bed produced no frame with a checksum left for hardware: {i:?} {rev:?}"
+    );
+    assert_eq!(i.checksum_completed, i.checksum_pending, "{i:?}");
+    assert_eq!((i.checksum_left, rev.checksum_left), (0, 0));
+    assert!(loss <= 0.01, "UDP lost {:.2}%", loss * 100.0);
+    assert!(
+        ((t + u) / 40e6 - 1.0).abs() <= 0.05,
+        "TCP {:.2} + UDP {:.2} Mbit/s not within 5% of the root's 40",
+        t / 1e6,
+        u / 1e6
     );
 }

@@ -206,7 +206,7 @@ impl<S: Scheduler> Forwarder<S> {
                 return;
             };
             let copied = pool.slot_mut(id).and_then(|slot| frame.copy_to(slot));
-            let Some(len) = copied else {
+            let Some(len) = copied.map(|c| c.len) else {
                 a_to_b.oversize += 1;
                 let _ = pool.free(id);
                 return;

@@ -165,6 +165,8 @@ pub(crate) struct ReverseCounters {
     too_large: AtomicU64,
     ring_full: AtomicU64,
     kernel_drops: AtomicU64,
+    checksum_completed: AtomicU64,
+    checksum_left: AtomicU64,
 }
 
 impl ReverseCounters {
@@ -180,6 +182,8 @@ impl ReverseCounters {
             bytes: get(&self.bytes),
             drops,
             kernel_drops: get(&self.kernel_drops),
+            checksum_completed: get(&self.checksum_completed),
+            checksum_left: get(&self.checksum_left),
         }
     }
 }
@@ -236,6 +240,9 @@ impl Reverse {
             set(&c.truncated, truncated);
             set(&c.too_large, too_large);
             set(&c.ring_full, ring_full);
+            let tx_stats = self.tx.stats();
+            set(&c.checksum_completed, tx_stats.checksum_completed);
+            set(&c.checksum_left, tx_stats.checksum_left);
             if n > 0 {
                 continue;
             }

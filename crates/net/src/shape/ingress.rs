@@ -21,7 +21,7 @@ use eiffel_sched::Packet;
 
 use super::stats::{put, ClassifierStats, IngressStats};
 use super::waker::Waker;
-use crate::afpacket::{Interest, PollSet, RxRing};
+use crate::afpacket::{ChecksumFix, Interest, PollSet, RxRing};
 use crate::frames::Filler;
 
 /// Why a frame was dropped before the scheduler.
@@ -54,6 +54,8 @@ pub(crate) struct IngressCounters {
     drops: [AtomicU64; REASONS.len()],
     kernel_drops: AtomicU64,
     checksum_pending: AtomicU64,
+    checksum_completed: AtomicU64,
+    checksum_left: AtomicU64,
     flows: AtomicU64,
     flow_capacity: AtomicU64,
     flows_created: AtomicU64,
@@ -76,6 +78,8 @@ impl IngressCounters {
             drops,
             kernel_drops: get(&self.kernel_drops),
             checksum_pending: get(&self.checksum_pending),
+            checksum_completed: get(&self.checksum_completed),
+            checksum_left: get(&self.checksum_left),
         }
     }
 
@@ -156,6 +160,8 @@ struct Tally {
     received: u64,
     bytes: u64,
     to_scheduler: u64,
+    checksum_completed: u64,
+    checksum_left: u64,
     /// Drops by [`Reason`].
     drops: [u64; REASONS.len()],
 }
@@ -218,9 +224,20 @@ impl Ingress {
             let Some(mut slot) = filler.alloc() else {
                 return tally.drop(Reason::PoolFull);
             };
-            let Some(len) = slot.write(|buf| frame.copy_to(buf)) else {
+            let mut fix = ChecksumFix::Ready;
+            let written = slot.write(|buf| {
+                let copied = frame.copy_to(buf)?;
+                fix = copied.checksum;
+                Some(copied.len)
+            });
+            let Some(len) = written else {
                 return tally.drop(Reason::Oversize);
             };
+            match fix {
+                ChecksumFix::Ready => {}
+                ChecksumFix::Completed => tally.checksum_completed += 1,
+                ChecksumFix::Left(_) => tally.checksum_left += 1,
+            }
             let classified = slot.read(|bytes| classifier.classify(bytes, now));
             let Ok(pkt) = classified else {
                 return tally.drop(Reason::Malformed);
@@ -282,6 +299,8 @@ impl Ingress {
             );
         }
         set(&c.checksum_pending, self.rx.counters().checksum_pending);
+        set(&c.checksum_completed, tally.checksum_completed);
+        set(&c.checksum_left, tally.checksum_left);
     }
 }
 

@@ -128,8 +128,16 @@ pub struct IngressStats {
     /// Frames the kernel dropped because the receive ring was full (never seen by
     /// the bump, so not in `received`).
     pub kernel_drops: u64,
-    /// Frames forwarded with a checksum left for hardware to complete.
+    /// Frames received with their transport checksum left for hardware
+    /// (`TP_STATUS_CSUMNOTREADY`).
     pub checksum_pending: u64,
+    /// Of those, frames whose TCP or UDP checksum was completed in software.
+    #[serde(default)]
+    pub checksum_completed: u64,
+    /// Of those, frames forwarded with the checksum unfinished (not TCP or UDP
+    /// over IP, an IP fragment, malformed headers).
+    #[serde(default)]
+    pub checksum_left: u64,
 }
 
 /// The arbiter and its scheduler.
@@ -189,6 +197,13 @@ pub struct ReverseStats {
     pub drops: BTreeMap<String, u64>,
     /// Frames the kernel dropped because the receive ring was full.
     pub kernel_drops: u64,
+    /// Frames whose transport checksum, left for hardware, was completed in
+    /// software.
+    #[serde(default)]
+    pub checksum_completed: u64,
+    /// Frames forwarded with a checksum left for hardware unfinished.
+    #[serde(default)]
+    pub checksum_left: u64,
 }
 
 /// The flow table and the parser.
