@@ -29,6 +29,13 @@
 //! TCP gets the root's 40 Mbit/s and UDP arrives whole, because the bump completes
 //! the checksums in both directions.
 //!
+//! `las_beats_fifo`: ranks from packets. Short TCP transfers (30 kB, each on a
+//! new connection) beside a long TCP flow, under a 20 Mbit/s limit with a
+//! 300-packet queue: through `las.toml` (pFabric leaf, `remaining = "attained"`,
+//! least attained service) they must finish in under half the median time they
+//! take through `fifo.toml` (one FIFO, the same queue), where they wait behind
+//! the long flow's standing queue at every round trip.
+//!
 //! `eiffel shape` runs with `--realtime 10`, as in production: other processes
 //! cannot delay its departures. A rate outside its tolerance is measured once more
 //! before the test fails (see `measured`): the machine these run on is shared, and
@@ -839,5 +846,115 @@ fn checksum_run() {
         "TCP {:.2} + UDP {:.2} Mbit/s not within 5% of the root's 40",
         t / 1e6,
         u / 1e6
+    );
+}
+
+/// Bytes of each short transfer of `las_beats_fifo`.
+const SHORT_BYTES: usize = 30_000;
+/// Short transfers per run.
+const SHORTS: usize = 7;
+/// The short transfers' port.
+const SHORT_PORT: u16 = 5400;
+
+/// Runs `SHORTS` short TCP transfers from the sender to the receiver, one after
+/// the other, 300 ms apart, each on a new connection: connect, send
+/// `SHORT_BYTES`, wait for the receiver's one-byte answer. Returns each
+/// transfer's completion time.
+fn short_transfers(bed: &Testbed) -> Vec<Duration> {
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+    let limit = Some(Duration::from_secs(10));
+    std::thread::scope(|s| {
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let server = s.spawn(move || {
+            bed.enter(Role::Receiver).expect("enter the receiver");
+            let l = TcpListener::bind((testbed::RECEIVER_V4, SHORT_PORT)).expect("bind");
+            ready_tx.send(()).expect("ready");
+            let mut buf = vec![0u8; SHORT_BYTES];
+            for _ in 0..SHORTS {
+                let (mut c, _) = l.accept().expect("accept");
+                c.set_read_timeout(limit).unwrap();
+                c.read_exact(&mut buf).expect("read a short transfer");
+                c.write_all(b"k").expect("answer");
+            }
+        });
+        ready_rx.recv().expect("server ready");
+        let client = s.spawn(move || {
+            bed.enter(Role::Sender).expect("enter the sender");
+            let data = vec![7u8; SHORT_BYTES];
+            (0..SHORTS)
+                .map(|_| {
+                    std::thread::sleep(Duration::from_millis(300));
+                    let t0 = Instant::now();
+                    let addr = (testbed::RECEIVER_V4, SHORT_PORT);
+                    let mut c = TcpStream::connect(addr).expect("connect");
+                    c.set_read_timeout(limit).unwrap();
+                    c.write_all(&data).expect("send a short transfer");
+                    let mut k = [0u8; 1];
+                    c.read_exact(&mut k).expect("the receiver's answer");
+                    t0.elapsed()
+                })
+                .collect::<Vec<_>>()
+        });
+        let times = client.join().expect("client thread");
+        server.join().expect("server thread");
+        times
+    })
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// Median completion time of the short transfers beside a long flow through
+/// `policy`.
+fn short_beside_long(name: &str) -> Duration {
+    let bed = Testbed::new("eiffel-shl").expect("test bed");
+    let dir = TempDir::new(name);
+    let shaper = Shaper::start(&bed, &policy(&format!("{name}.toml")), &dir.0, &[]);
+    let _server = bed.iperf3_server(5401).expect("iperf3 server");
+    std::thread::sleep(Duration::from_millis(200));
+    let times = std::thread::scope(|s| {
+        let long = s.spawn(|| bed.iperf3_client(&Iperf3::tcp(5401, 5)));
+        std::thread::sleep(Duration::from_millis(1500));
+        let times = short_transfers(&bed);
+        let long = long.join().expect("long flow").expect("iperf3 client");
+        assert!(
+            tcp_wire(&long) > 5e6,
+            "{name}: the long flow got {:.2} Mbit/s",
+            tcp_wire(&long) / 1e6
+        );
+        times
+    });
+    let last = shaper.stop();
+    check_balance(&last);
+    let ms: Vec<String> = times
+        .iter()
+        .map(|t| format!("{:.0}", t.as_secs_f64() * 1e3))
+        .collect();
+    let m = median(times);
+    row(
+        "30 kB beside a long flow",
+        name,
+        &[
+            ("median_ms", format!("{:.1}", m.as_secs_f64() * 1e3)),
+            ("each_ms", ms.join(",")),
+        ],
+    );
+    m
+}
+
+#[test]
+fn las_beats_fifo() {
+    if !testbed::preflight("las_beats_fifo", &TOOLS) {
+        return;
+    }
+    let _serial = serial();
+    let las = short_beside_long("las");
+    let fifo = short_beside_long("fifo");
+    assert!(
+        las.as_secs_f64() < 0.5 * fifo.as_secs_f64(),
+        "short transfers: LAS median {las:?}, FIFO median {fifo:?}"
     );
 }
