@@ -14,6 +14,23 @@
 //! dscp = ["ef", 40]
 //! ```
 //!
+//! Live packets can also carry ranks for rank-based disciplines
+//! ([`eiffel_classify::annotate`]):
+//!
+//! ```toml
+//! [classify]
+//! default = "flows"
+//! rank = "dscp"               # rank = 63 - DSCP
+//! remaining = "attained"      # bytes the flow has sent (LAS); or "levels" with
+//!                             # thresholds = ["10KB", "1MB"] (PIAS)
+//! [classify.deadline]         # deadline = arrival + budget
+//! udp_offset = 0              # a 32-bit budget at this UDP payload offset (or
+//! unit = "1us"                # ipv4_option = TYPE), in this unit
+//! budget = "20ms"             # otherwise this budget ...
+//! [classify.deadline.leaf]
+//! voice = "2ms"               # ... or the leaf's own
+//! ```
+//!
 //! The conditions of a rule are [`eiffel_classify::RuleSpec`]'s (header fields for
 //! live traffic, `flow` and `class` ids for simulated workloads); `default` is
 //! required when the policy has more than one leaf.
