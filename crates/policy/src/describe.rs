@@ -94,7 +94,7 @@ fn write_annotations(out: &mut String, a: &AnnotateSpec) {
     if a.is_empty() {
         return;
     }
-    let _ = writeln!(out, "ranks from packets:");
+    let _ = writeln!(out, "\nranks from packets:");
     if a.rank == RankFrom::Dscp {
         let _ = writeln!(out, "  rank = 63 - DSCP");
     }
