@@ -102,6 +102,8 @@ pub struct Classifier {
     flows: FlowTable,
     malformed: MalformedAction,
     annotator: Annotator,
+    /// Added to every flow id (classifiers sharing one id space).
+    flow_base: FlowId,
     counters: ClassifyCounters,
 }
 
@@ -120,8 +122,18 @@ impl Classifier {
             flows: FlowTable::new(flows)?,
             malformed,
             annotator: Annotator::default(),
+            flow_base: 0,
             counters: ClassifyCounters::default(),
         })
+    }
+
+    /// The classifier with `base` added to every flow id it hands out, so that
+    /// several classifiers (one per receive queue) share one id space:
+    /// `base..base + max_flows`.
+    #[must_use]
+    pub fn with_flow_base(mut self, base: FlowId) -> Classifier {
+        self.flow_base = base;
+        self
     }
 
     /// The classifier with rank fields filled in by `annotator` (see
@@ -171,6 +183,7 @@ impl Classifier {
         if let Ok(h) = &headers {
             self.annotator.annotate(&mut pkt, frame, h, hit.created);
         }
+        pkt.flow = pkt.flow.saturating_add(self.flow_base);
         Ok(pkt)
     }
 

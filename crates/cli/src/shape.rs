@@ -70,6 +70,11 @@ pub struct ShapeArgs {
     /// context. Needs CAP_SYS_NICE.
     #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(i32).range(1..=99))]
     pub realtime: Option<i32>,
+    /// Receive queues on `--in`: this many receive rings in one PACKET_FANOUT
+    /// group (flows spread by hash, each flow on one ring), each read by its own
+    /// thread with its own PSPAT mailbox (1-16).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub queues: usize,
     /// Print the final counters as JSON.
     #[arg(long)]
     pub json: bool,
@@ -219,6 +224,7 @@ fn warn_offloads(args: &ShapeArgs) {
 fn config(args: &ShapeArgs) -> Result<ShapeConfig, Error> {
     let mut cfg = ShapeConfig::new(&args.input, &args.output);
     cfg.inline_dispatch = args.inline_dispatch;
+    cfg.queues = args.queues;
     cfg.realtime = args.realtime;
     cfg.idle_spin = duration(&args.idle_spin, "idle-spin")?;
     cfg.link_rate = match &args.link_rate {

@@ -123,7 +123,15 @@ pub struct RxConfig {
     pub retire_timeout_ms: u32,
     /// Put the interface in promiscuous mode while the ring is open.
     pub promiscuous: bool,
+    /// Join this `PACKET_FANOUT` group: the kernel spreads the interface's frames
+    /// over the group's rings by flow hash, so each flow stays on one ring.
+    pub fanout: Option<u16>,
 }
+
+/// `PACKET_FANOUT` of `<linux/if_packet.h>`.
+const PACKET_FANOUT: libc::c_int = 18;
+/// `PACKET_FANOUT_HASH`: frames spread by their flow hash.
+const PACKET_FANOUT_HASH: libc::c_int = 0;
 
 impl Default for RxConfig {
     /// 32 blocks of 256 KiB (8 MiB: about 5,000 full-size frames, 60,000 minimum-size
@@ -134,6 +142,7 @@ impl Default for RxConfig {
             block_count: 32,
             retire_timeout_ms: 1,
             promiscuous: true,
+            fanout: None,
         }
     }
 }
@@ -424,6 +433,13 @@ impl RxRing {
             opt(
                 "enabling promiscuous mode",
                 sys::add_promiscuous(fd.as_fd(), index),
+            )?;
+        }
+        if let Some(group) = cfg.fanout {
+            let arg = libc::c_int::from(group) | (PACKET_FANOUT_HASH << 16);
+            opt(
+                "joining the PACKET_FANOUT group",
+                sys::set_packet_int(fd.as_fd(), PACKET_FANOUT, arg),
             )?;
         }
         Ok(RxRing {

@@ -549,6 +549,8 @@ pub struct Testbed {
     /// yet created).
     names: [String; 3],
     offloads: Offloads,
+    /// Transmit and receive queues of each veth.
+    queues: u16,
 }
 
 /// Offload settings of the test bed's interfaces.
@@ -581,6 +583,24 @@ impl Testbed {
     /// # Errors
     /// As for [`Testbed::new`].
     pub fn with_offloads(prefix: &str, offloads: Offloads) -> Result<Testbed, TestbedError> {
+        Testbed::with_setup(prefix, offloads, 1)
+    }
+
+    /// As [`Testbed::new`], with veth pairs of `queues` transmit and receive
+    /// queues each (1 to 16).
+    ///
+    /// # Errors
+    /// As for [`Testbed::new`], and a queue count out of range.
+    pub fn with_queues(prefix: &str, queues: u16) -> Result<Testbed, TestbedError> {
+        if !(1..=16).contains(&queues) {
+            return Err(TestbedError::Invalid(format!(
+                "{queues} veth queues: use 1 to 16"
+            )));
+        }
+        Testbed::with_setup(prefix, Offloads::AllOff, queues)
+    }
+
+    fn with_setup(prefix: &str, offloads: Offloads, queues: u16) -> Result<Testbed, TestbedError> {
         if prefix.is_empty()
             || prefix.len() > 24
             || !prefix
@@ -601,6 +621,7 @@ impl Testbed {
             id,
             names: Default::default(),
             offloads,
+            queues,
         };
         bed.build()?;
         Ok(bed)
@@ -618,30 +639,37 @@ impl Testbed {
             self.names[1].clone(),
             self.names[2].clone(),
         );
-        run_ok(
-            ip(&[
-                "-n", &s, "link", "add", SENDER_IF, "type", "veth", "peer", "name", MIDDLE_IN,
-                "netns", &m,
-            ]),
-            SETUP_TIMEOUT,
-        )?;
-        run_ok(
-            ip(&[
-                "-n",
-                &m,
-                "link",
-                "add",
-                MIDDLE_OUT,
-                "type",
-                "veth",
-                "peer",
-                "name",
-                RECEIVER_IF,
-                "netns",
-                &r,
-            ]),
-            SETUP_TIMEOUT,
-        )?;
+        let q = self.queues.to_string();
+        for (ns, a, b, peer_ns) in [
+            (&s, SENDER_IF, MIDDLE_IN, &m),
+            (&m, MIDDLE_OUT, RECEIVER_IF, &r),
+        ] {
+            run_ok(
+                ip(&[
+                    "-n",
+                    ns,
+                    "link",
+                    "add",
+                    a,
+                    "numtxqueues",
+                    &q,
+                    "numrxqueues",
+                    &q,
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    b,
+                    "numtxqueues",
+                    &q,
+                    "numrxqueues",
+                    &q,
+                    "netns",
+                    peer_ns,
+                ]),
+                SETUP_TIMEOUT,
+            )?;
+        }
         for dev in [MIDDLE_IN, MIDDLE_OUT] {
             self.ip(
                 Role::Middle,

@@ -80,6 +80,7 @@ impl IngressCounters {
             checksum_pending: get(&self.checksum_pending),
             checksum_completed: get(&self.checksum_completed),
             checksum_left: get(&self.checksum_left),
+            per_queue: Vec::new(),
         }
     }
 
@@ -144,6 +145,28 @@ pub(crate) struct Ingress {
     pub(crate) stop: Arc<AtomicBool>,
     pub(crate) waker: UnixStream,
     pub(crate) batch: usize,
+    /// The receive queue this thread serves: the high bits of its descriptors'
+    /// buffer ids (see [`tag`]).
+    pub(crate) queue: u32,
+}
+
+/// Bits of a descriptor's buffer id that hold the slot in its queue's frame pool;
+/// the bits above hold the queue.
+pub(crate) const QUEUE_SHIFT: u32 = 24;
+
+/// The buffer id of slot `slot` of queue `queue`'s frame pool.
+#[inline]
+pub(crate) fn tag(queue: u32, slot: u32) -> u32 {
+    (queue << QUEUE_SHIFT) | slot
+}
+
+/// The queue and slot a buffer id names.
+#[inline]
+pub(crate) fn untag(buffer: u32) -> (usize, u32) {
+    (
+        (buffer >> QUEUE_SHIFT) as usize,
+        buffer & ((1 << QUEUE_SHIFT) - 1),
+    )
 }
 
 /// What the receive thread hands back when it ends.
@@ -208,6 +231,7 @@ impl Ingress {
     #[inline]
     fn receive(&mut self, now: u64, tally: &mut Tally) -> usize {
         let batch = self.batch;
+        let queue = self.queue;
         let Ingress {
             rx,
             classifier,
@@ -244,7 +268,7 @@ impl Ingress {
             };
             debug_assert_eq!(pkt.len as usize, len);
             let id = slot.publish();
-            send(client, filler, pkt.buffer(id), tally);
+            send(client, filler, pkt.buffer(tag(queue, id)), id, tally);
         })
     }
 
@@ -304,11 +328,10 @@ impl Ingress {
     }
 }
 
-/// Hands descriptor `pkt` (in slot `pkt.buffer`) to the arbiter; a full or
-/// closed mailbox drops it and frees its slot.
+/// Hands descriptor `pkt` (in slot `id` of this queue's pool) to the arbiter; a
+/// full or closed mailbox drops it and frees its slot.
 #[inline]
-fn send(client: &mut Client, filler: &mut Filler, mut pkt: Packet, tally: &mut Tally) {
-    let id = pkt.buffer;
+fn send(client: &mut Client, filler: &mut Filler, mut pkt: Packet, id: u32, tally: &mut Tally) {
     loop {
         match client.send(pkt) {
             Ok(()) => {

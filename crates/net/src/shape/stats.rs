@@ -138,6 +138,40 @@ pub struct IngressStats {
     /// over IP, an IP fragment, malformed headers).
     #[serde(default)]
     pub checksum_left: u64,
+    /// Frames received per receive queue (`--queues`; one entry per queue).
+    #[serde(default)]
+    pub per_queue: Vec<u64>,
+}
+
+impl IngressStats {
+    /// Adds one receive queue's counters.
+    pub(crate) fn add(&mut self, q: &IngressStats) {
+        self.received += q.received;
+        self.bytes += q.bytes;
+        self.to_scheduler += q.to_scheduler;
+        for (k, &v) in &q.drops {
+            put(&mut self.drops, k, v);
+        }
+        self.kernel_drops += q.kernel_drops;
+        self.checksum_pending += q.checksum_pending;
+        self.checksum_completed += q.checksum_completed;
+        self.checksum_left += q.checksum_left;
+        self.per_queue.push(q.received);
+    }
+}
+
+impl ClassifierStats {
+    /// Adds one receive queue's classifier counters.
+    pub(crate) fn add(&mut self, q: &ClassifierStats) {
+        self.flows += q.flows;
+        self.capacity += q.capacity;
+        self.created += q.created;
+        self.expired += q.expired;
+        self.evicted += q.evicted;
+        for (k, &v) in &q.malformed {
+            put(&mut self.malformed, k, v);
+        }
+    }
 }
 
 /// The arbiter and its scheduler.
