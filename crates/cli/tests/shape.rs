@@ -35,7 +35,7 @@
 //! both queues carry traffic and the shares and the aggregate hold as with one.
 //!
 //! `las_beats_fifo`: ranks from packets. Short TCP transfers (30 kB, each on a
-//! new connection) beside a long TCP flow, under a 20 Mbit/s limit with a
+//! new connection) beside a long TCP transfer (two streams), under a 20 Mbit/s limit with a
 //! 300-packet queue: through `las.toml` (pFabric leaf, `remaining = "attained"`,
 //! least attained service) they must finish in under half the median time they
 //! take through `fifo.toml` (one FIFO, the same queue), where they wait behind
@@ -937,7 +937,14 @@ fn short_beside_long(name: &str) -> Duration {
     let _server = bed.iperf3_server(5401).expect("iperf3 server");
     std::thread::sleep(Duration::from_millis(200));
     let times = std::thread::scope(|s| {
-        let long = s.spawn(|| bed.iperf3_client(&Iperf3::tcp(5401, 5)));
+        let long = Iperf3 {
+            streams: 2,
+            ..Iperf3::tcp(5401, 5)
+        };
+        let long = s.spawn({
+            let bed = &bed;
+            move || bed.iperf3_client(&long)
+        });
         std::thread::sleep(Duration::from_millis(1500));
         let times = short_transfers(&bed);
         let long = long.join().expect("long flow").expect("iperf3 client");
