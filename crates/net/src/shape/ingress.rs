@@ -365,3 +365,18 @@ fn carry(mut c: Carried, old: &Classifier) -> Carried {
     }
     c
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffer_ids_carry_queue_and_slot() {
+        let max_slot = crate::frames::MAX_SLOTS - 1;
+        for (q, slot) in [(0, 0), (0, max_slot), (15, 7), (255, max_slot)] {
+            assert_eq!(untag(tag(q, slot)), (q as usize, slot));
+        }
+        // Every pool slot index fits below the queue bits.
+        assert!(crate::frames::MAX_SLOTS <= 1 << QUEUE_SHIFT);
+    }
+}
