@@ -154,6 +154,9 @@ pub(crate) struct Ingress {
 /// the bits above hold the queue.
 pub(crate) const QUEUE_SHIFT: u32 = 24;
 
+// Every pool slot index fits below the queue bits.
+const _: () = assert!(crate::frames::MAX_SLOTS <= 1 << QUEUE_SHIFT);
+
 /// The buffer id of slot `slot` of queue `queue`'s frame pool.
 #[inline]
 pub(crate) fn tag(queue: u32, slot: u32) -> u32 {
@@ -376,7 +379,5 @@ mod tests {
         for (q, slot) in [(0, 0), (0, max_slot), (15, 7), (255, max_slot)] {
             assert_eq!(untag(tag(q, slot)), (q as usize, slot));
         }
-        // Every pool slot index fits below the queue bits.
-        assert!(crate::frames::MAX_SLOTS <= 1 << QUEUE_SHIFT);
     }
 }
