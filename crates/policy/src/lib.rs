@@ -50,7 +50,7 @@
 //! | `discipline` | `fifo` (default), `strict`, `wfq` (= `stfq`), `edf`, `lstf`, `srpt`, `pfabric`, `hclock`, `qfq`, `drr`, `wf2q+`, and the calendar-queue policies `cq-wfq`, `cq-wfq-burst`, `cq-edf`, `cq-policer` (= `cq-leaky-bucket`), `cq-pfabric-fair` | how the node orders its children, or a per-flow leaf its flows |
 //! | `weight` | integer 1..=65536 (default 1) | share at a weighted parent (`wfq`, `qfq`, `drr`, `wf2q+`, `hclock`) |
 //! | `priority` | integer 0..=63 (default 0) | level at a `strict` parent, 0 served first |
-//! | `reservation` | rate | guaranteed rate at an `hclock` parent |
+//! | `reservation` | rate | guaranteed rate at an `hclock` parent: a floor, not an addition (each backlogged child gets `clamp(weight * x, reservation, limit)`, as in mClock) |
 //! | `limit`, `burst` | rate, size | rate limit on the node's output, enforced by the shaper (burst default: one mtu) |
 //! | `capacity` | integer | most packets queued at this leaf |
 //! | `queue` | `auto` (default), `ffs`, `hffs`, `cffs`, `gradient`, `approx_gradient`, `circular_approx_gradient`, `bucket_heap`, `binary_heap`, `calendar` | the node's integer priority queue; `auto` follows the Eiffel paper's Fig. 16 decision tree |

@@ -83,7 +83,7 @@ fn build_sched(
                 },
             );
             let pplan = plan(queue, &needs(RankKind::Hclock));
-            let sched = NodeSched::Hclock(Box::new(Hclock::new(&rplan, &pplan, units)?));
+            let sched = NodeSched::Hclock(Box::new(Hclock::new(&rplan, &pplan, units, spec.mtu)?));
             Ok((sched, vec![rplan, pplan]))
         }
         Discipline::FairQueue(f) => {
