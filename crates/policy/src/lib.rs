@@ -116,6 +116,7 @@
 pub mod classify;
 pub mod describe;
 mod error;
+mod expr;
 mod file;
 pub mod run;
 pub mod units;

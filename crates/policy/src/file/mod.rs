@@ -10,6 +10,7 @@
 
 mod discipline;
 mod node;
+mod rank;
 mod shape;
 
 use eiffel_classify::RuleSet;
@@ -71,6 +72,10 @@ struct NodeFile {
     rotation: Option<Spanned<String>>,
     rate: Option<Spanned<Rate>>,
     bucket: Option<Spanned<Size>>,
+    rank: Option<Spanned<String>>,
+    rank_on_dequeue: Option<Spanned<String>>,
+    state: Option<Spanned<toml::Table>>,
+    node_state: Option<Spanned<toml::Table>>,
 }
 
 /// A compiled policy file.
@@ -114,6 +119,7 @@ pub(crate) fn compile(index: &KeyIndex, text: &str) -> Result<Compiled, PolicyEr
     let kinds = discipline::kinds(index, &file.node)?;
     for (i, n) in file.node.iter().enumerate() {
         let d = discipline::compile(index, n, i, kinds[i], &shape)?;
+        let d = rank::apply(index, n, i, d, &shape)?;
         let ns = node::compile(index, n, i, d, &kinds, &shape, spec.mtu)?;
         spec.add(ns);
     }

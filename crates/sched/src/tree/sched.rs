@@ -266,13 +266,15 @@ impl NodeSched {
 
     /// Whether a packet entering the subtree of a queued unit never changes this
     /// node's order (`on_enqueue` does nothing): fair-queueing cores, hClock,
-    /// `wfq`, and `strict` over children (ranked by their configured priority).
+    /// `wfq`, `strict` over children (ranked by their configured priority), and
+    /// rank programs that read nothing an arrival changes.
     pub(crate) fn ignores_arrivals(&self) -> bool {
         match self {
             NodeSched::Core(..) | NodeSched::Hclock(_) => true,
             NodeSched::Ranked(r) => match r.txn {
                 Builtin::Wfq { .. } => true,
                 Builtin::Strict => !r.is_flow,
+                Builtin::Program(ref p) => p.ignores_arrivals(),
                 _ => false,
             },
             NodeSched::Calendar(_) => false,
@@ -285,7 +287,7 @@ impl NodeSched {
             NodeSched::Ranked(r) => {
                 let rank = r
                     .txn
-                    .on_activate(&mut r.units[u as usize], head, now, r.is_flow);
+                    .on_activate(u, &mut r.units[u as usize], head, now, r.is_flow);
                 place(&mut r.queue, &mut r.handles, u, rank);
             }
             NodeSched::Hclock(h) => {
@@ -311,7 +313,7 @@ impl NodeSched {
             NodeSched::Ranked(r) => {
                 if let Some(rank) =
                     r.txn
-                        .on_enqueue(&mut r.units[u as usize], pkt, head, now, r.is_flow)
+                        .on_enqueue(u, &mut r.units[u as usize], pkt, head, now, r.is_flow)
                 {
                     place(&mut r.queue, &mut r.handles, u, rank);
                 }
@@ -387,9 +389,9 @@ impl NodeSched {
     pub(crate) fn served(&mut self, u: u32, sent: &Packet, next: Option<&Packet>, now: Nanos) {
         match self {
             NodeSched::Ranked(r) => {
-                let rank = r
-                    .txn
-                    .on_dequeue(&mut r.units[u as usize], sent, next, now, r.is_flow);
+                let rank =
+                    r.txn
+                        .on_dequeue(u, &mut r.units[u as usize], sent, next, now, r.is_flow);
                 if next.is_some() {
                     place(&mut r.queue, &mut r.handles, u, rank);
                 } else {

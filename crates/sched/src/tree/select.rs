@@ -56,6 +56,8 @@ pub(crate) enum RankKind {
     Rank(Rank),
     /// hClock's share tags (virtual times; its reservation queue's are times).
     Hclock,
+    /// A rank program's: no known range.
+    Program,
 }
 
 impl RankKind {
@@ -63,7 +65,7 @@ impl RankKind {
     fn moving_range(self) -> bool {
         match self {
             RankKind::Rank(r) => r.moving_range(),
-            RankKind::Hclock => true,
+            RankKind::Hclock | RankKind::Program => true,
         }
     }
 }
@@ -112,6 +114,9 @@ fn default_geometry(needs: &QueueNeeds) -> (u64, usize) {
             ((reach / 4_096).max(1).next_power_of_two(), 4_096)
         }
         RankKind::Rank(Rank::Fifo | Rank::Lstf) => (1_000, 4_096),
+        // Unknown ranks: `plan` makes the queue an exact heap unless the policy
+        // names one; a named bucketed queue gets 1 ns buckets unless it says.
+        RankKind::Program => (1, 4_096),
     }
 }
 
@@ -126,6 +131,11 @@ pub(crate) fn plan(choice: &QueueChoice, needs: &QueueNeeds) -> QueuePlan {
         .unwrap_or_else(|| (needs.units as f64 / buckets as f64).min(1.0));
     let (kind, automatic, reason) = match choice.kind {
         Some(k) => (k, false, "set by the policy".to_string()),
+        None if needs.ranks == RankKind::Program => (
+            QueueKind::BinaryHeap,
+            true,
+            "a rank program's ranks have no known range: exact heap".to_string(),
+        ),
         None => {
             let range = if moving { "moving" } else { "fixed" };
             if !moving && buckets <= 64 {
