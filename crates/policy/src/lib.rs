@@ -64,6 +64,29 @@
 //! | `period` | duration | `cq-edf`, `cq-policer`: the length of a day |
 //! | `rotation` | `"clock"` (default) or `"on-empty"` | `cq-edf`: head follows the clock, or the paper's Fig. 3 rotation with skew correction |
 //! | `rate`, `bucket` | rate, size | `cq-policer`: each unit's rate and bucket at weight 1 (scaled by weight); packets beyond the bucket are dropped as `policer` |
+//! | `rank` | string: a rank expression | instead of `discipline`: the rank of each child (or flow of a per-flow leaf), computed when it becomes backlogged (and again on arrivals if it reads the packet, the head, `now` or `min_remaining`); the queue is an exact `binary_heap` unless `queue` names one |
+//! | `rank_on_dequeue` | string: a rank expression | with `rank`: run after a unit sends a packet, its value the unit's new rank (default: `rank` on the unit's next packet) |
+//! | `state` | inline table of names and integers >= 0 | with `rank`: per-unit state variables and their initial values, e.g. `{ start = 0, finish = 0 }` |
+//! | `node_state` | inline table of names and integers >= 0 | with `rank`: per-node state variables |
+//!
+//! ## Rank expressions
+//! Statements separated by `;`, each an expression or an assignment `name =
+//! expression` to a state variable; the last one's value is the rank (lower
+//! leaves first). Operators, loosest first: `<` `<=` `>` `>=` `==` `!=` (0 or
+//! 1), `+` `-`, `*` `/` `%`; parentheses; `min(a, b, ...)`, `max(a, b, ...)`,
+//! `if(condition, then, else)`. Unsigned 64-bit integers, saturating (`-` stops
+//! at 0, `+` and `*` at 2^64 - 1); at run time `x / 0` is 2^64 - 1 and `x % 0` is
+//! `x`; a divisor that is always 0 is an error. Names: state variables; the
+//! packet fields `len`, `flow`, `class`, `arrival`, `deadline`, `remaining`,
+//! `dscp`, `annotation` (a workload's `priority` or `slack`) of the event's packet
+//! (arriving in `rank`, sent in `rank_on_dequeue`) and as `head.FIELD` of the
+//! unit's next packet; `now`; `vtime` (the largest rank the node has served a
+//! unit at: start-time fair queueing's virtual time); the unit's `weight`,
+//! `priority`, `reservation` (bit/s) and `unit` (index); and on per-flow leaves
+//! `min_remaining` (the smallest `remaining` among the flow's queued packets).
+//! Expressions are compiled once, when the file is loaded, into a stack program
+//! ([`eiffel_sched::tree::RankProgram`]); a mistake names its line and column.
+//! `examples/policies/*-expr.toml` write the built-in rank functions this way.
 //!
 //! The calendar parameters are described with their defaults and ranges on
 //! [`eiffel_sched::tree::CalendarPolicy`] and [`eiffel_sched::tree::CalendarSpec`].

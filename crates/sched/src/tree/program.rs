@@ -647,7 +647,10 @@ mod tests {
         assert_eq!(run(vec![Const(5), Const(0), Rem]), 5);
         assert_eq!(run(vec![Const(7), Const(2), Rem]), 1);
         assert_eq!(run(vec![Const(0), Const(1), Const(2), Select]), 2);
-        assert_eq!(run(vec![Op::Var(super::Var::Now), Packet(Field::Len), Lt]), 1);
+        assert_eq!(
+            run(vec![Op::Var(super::Var::Now), Packet(Field::Len), Lt]),
+            1
+        );
         assert_eq!(run(vec![Packet(Field::Flow), Const(9), Max]), 9);
     }
 
