@@ -64,6 +64,8 @@
 //! | `period` | duration | `cq-edf`, `cq-policer`: the length of a day |
 //! | `rotation` | `"clock"` (default) or `"on-empty"` | `cq-edf`: head follows the clock, or the paper's Fig. 3 rotation with skew correction |
 //! | `rate`, `bucket` | rate, size | `cq-policer`: each unit's rate and bucket at weight 1 (scaled by weight); packets beyond the bucket are dropped as `policer` |
+//! | `flows` on a node with children | integer | flows that hold sub-policies: the node orders N flows by its discipline and each flow holds its own copy of the subtree below (nodes `name[f]`); a packet reaches the copy of its flow id mod N (`flow_limit`, `flow_burst` pace each copy) |
+//! | `flow_discipline` | `fifo` (default), `strict`, `wfq`, `edf`, `lstf`, `srpt`, `qfq`, `drr`, `wf2q+` | with `flows` on a node with children: how each flow's copy orders its children |
 //! | `rank` | string: a rank expression | instead of `discipline`: the rank of each child (or flow of a per-flow leaf), computed when it becomes backlogged (and again on arrivals if it reads the packet, the head, `now` or `min_remaining`); the queue is an exact `binary_heap` unless `queue` names one |
 //! | `rank_on_dequeue` | string: a rank expression | with `rank`: run after a unit sends a packet, its value the unit's new rank (default: `rank` on the unit's next packet) |
 //! | `state` | inline table of names and integers >= 0 | with `rank`: per-unit state variables and their initial values, e.g. `{ start = 0, finish = 0 }` |
@@ -175,6 +177,7 @@ pub struct Policy {
     classify: ClassifySpec,
     rules: RuleSet,
     index: KeyIndex,
+    leaves: file::LeafMap,
 }
 
 impl Policy {
@@ -200,7 +203,16 @@ impl Policy {
             classify: c.classify,
             rules: c.rules,
             index,
+            leaves: c.leaves,
         })
+    }
+
+    /// Whether some node's flows hold sub-policies (`flows` on a node with
+    /// children): simulated packets reach the copy of their flow id; live
+    /// traffic does not support them yet.
+    #[must_use]
+    pub fn has_flow_subtrees(&self) -> bool {
+        !self.leaves.is_empty()
     }
 
     /// The name the policy was loaded under.
@@ -243,7 +255,7 @@ impl Policy {
     /// The leaf of a simulated packet of workload flow `flow` and class `class`.
     #[must_use]
     pub fn classify_ids(&self, flow: u32, class: u32) -> ClassId {
-        self.rules.classify_ids(flow, class)
+        self.leaves.leaf(self.rules.classify_ids(flow, class), flow)
     }
 
     /// The leaf of a frame with parsed headers `key`.

@@ -701,7 +701,10 @@ fn every_example_policy_compiles() {
     assert!(names.len() >= 15, "{names:?}");
     for name in names {
         Policy::load(root.join("policies").join(&name)).unwrap_or_else(|e| panic!("{e}"));
-        let workload = if name.starts_with("fig9-") {
+        let mirrored = name.strip_suffix("-expr.toml").map(|b| format!("{b}.toml"));
+        let workload = if let Some(m) = &mirrored {
+            m
+        } else if name.starts_with("fig9-") {
             "fig9-burst.toml"
         } else if name.starts_with("live-") {
             continue;
