@@ -146,7 +146,9 @@ impl Classifier {
                 rules.classify(k)
             }
         });
-        Ok(Packet::new(hit.flow, len).at(now).class(hit.class))
+        let mut pkt = Packet::new(hit.flow, len).at(now).class(hit.class);
+        pkt.dscp = key.ip.map_or(0, |ip| ip.dscp);
+        Ok(pkt)
     }
 
     /// Expires up to `budget` idle flows (see [`FlowTable::expire`]).
