@@ -58,8 +58,13 @@ pub(super) fn apply(
         Some(r) => Some(program(index, i, "rank_on_dequeue", r, &names)?),
         None => None,
     };
+    let mut source = format!("rank = {:?}", rank.get_ref());
+    if let Some(r) = &n.rank_on_dequeue {
+        source += &format!("; rank_on_dequeue = {:?}", r.get_ref());
+    }
     let program = RankProgram::new(on_enqueue, on_dequeue, init, node_init)
-        .map_err(|e| at(index, rank, &key(i, "rank"), e.to_string()))?;
+        .map_err(|e| at(index, rank, &key(i, "rank"), e.to_string()))?
+        .with_source(source);
     let queue = d.queue().copied().unwrap_or_default();
     Ok(Discipline::Program {
         program: Arc::new(program),

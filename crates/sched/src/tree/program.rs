@@ -352,6 +352,8 @@ pub struct RankProgram {
     on_dequeue: Option<Program>,
     state: Vec<u64>,
     node_state: Vec<u64>,
+    /// What the program was compiled from, for display (empty if unknown).
+    source: String,
 }
 
 impl RankProgram {
@@ -394,7 +396,21 @@ impl RankProgram {
             on_dequeue,
             state,
             node_state,
+            source: String::new(),
         })
+    }
+
+    /// The same program, remembering the text it was compiled from.
+    #[must_use]
+    pub fn with_source(mut self, source: impl Into<String>) -> Self {
+        self.source = source.into();
+        self
+    }
+
+    /// The text the program was compiled from (empty if unknown).
+    #[must_use]
+    pub fn source(&self) -> &str {
+        &self.source
     }
 
     /// Per-unit state variables.
