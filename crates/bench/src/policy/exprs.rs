@@ -6,7 +6,7 @@
 //! same `eiffel-policy` compiler users load files with). A step dequeues one
 //! packet at the current time (which advances by one packet time at 10 Gbit/s)
 //! and enqueues the next packet of a leaf and flow drawn at random, so the
-//! backlog stays at [`PER_FLOW`](super::workload::PER_FLOW) packets per flow
+//! backlog stays at [`PER_FLOW`] packets per flow
 //! and ranks move on both enqueue and dequeue.
 
 use std::hint::black_box;
