@@ -2,12 +2,15 @@
 //! (`eiffel_bench::policy::workload`): nanoseconds per packet of a pFabric
 //! per-flow leaf and of an hClock root over 4096 flows or leaves, each on a cffs
 //! and on a binary heap side by side, and of pacing 20,000 flows with the policy
-//! tree's one shaper against a minimal pacer on a timing wheel or a heap.
+//! tree's one shaper against a minimal pacer on a timing wheel or a heap, and
+//! of each built-in rank function against the same policy written as rank
+//! expressions (`expr/...`, `cargo bench -p eiffel-bench --bench policy -- expr`).
 //!
 //! `cargo bench -p eiffel-bench --bench policy`; the sweep with the largest
 //! number of flows one core schedules at 10 Gbit/s is `eiffel bench policy`.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
+use eiffel_bench::policy::exprs::{ExprWorkload, CASES};
 use eiffel_bench::policy::workload::{
     paced_limit, pacing_tree, pacing_wheel, Hclock, Pacer, Pacing, Pfabric, PACED_FLOWS,
 };
@@ -47,5 +50,16 @@ fn pacing(c: &mut Criterion) {
     c.bench_with_input(id, &PACED_FLOWS, |b, _| b.iter(|| heap.step()));
 }
 
-criterion_group!(benches, pfabric, hclock, pacing);
+fn exprs(c: &mut Criterion) {
+    for case in &CASES {
+        for (variant, expr) in [("builtin", false), ("expr", true)] {
+            let policy = case.policy(expr).expect("valid case policy");
+            let mut w = ExprWorkload::new(case, &policy);
+            let id = BenchmarkId::new(format!("expr/{}", case.name), variant);
+            c.bench_with_input(id, &variant, |b, _| b.iter(|| w.step()));
+        }
+    }
+}
+
+criterion_group!(benches, pfabric, hclock, pacing, exprs);
 criterion_main!(benches);

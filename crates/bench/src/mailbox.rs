@@ -104,7 +104,7 @@ impl Item for u64 {
     }
 }
 
-/// A packet descriptor, as the PSPAT runtime moves them (48 bytes).
+/// A packet descriptor, as the PSPAT runtime moves them (56 bytes).
 impl Item for Packet {
     const NAME: &'static str = "packet";
     fn make(i: u64) -> Self {

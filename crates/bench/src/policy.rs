@@ -32,6 +32,11 @@
 //!   geometry) or a comparison heap (`eiffel_queue::BinaryHeapQueue` keyed by
 //!   release time): the two pacers differ only in the release queue.
 //!
+//! - **expr**: each built-in rank function (WFQ over 64 children and over 1024
+//!   flows, strict priority, EDF, SRPT, pFabric) against the same policy written
+//!   as rank expressions, same queue and packets ([`exprs`]); the report gives
+//!   the expression's cost per packet as a multiple of the built-in's.
+//!
 //! The workloads are [`workload`], shared with the criterion bench
 //! (`cargo bench -p eiffel-bench --bench policy`).
 //!
@@ -53,6 +58,7 @@ use workload::{
     RebuiltHeap, PACED_FLOWS,
 };
 
+pub mod exprs;
 pub mod workload;
 
 /// The per-packet budget of one core at 10 Gbit/s of 1500-byte packets.
@@ -191,6 +197,25 @@ fn measure_all(quick: bool, mut progress: impl FnMut(&Record)) -> Result<Vec<Rec
     for (name, ns) in pacing(packets)? {
         push(record("pacing", name.to_string(), PACED_FLOWS, ns, packets));
     }
+    for case in &exprs::CASES {
+        for (variant, expr) in [("builtin", false), ("expr", true)] {
+            let policy = case.policy(expr)?;
+            let mut w = exprs::ExprWorkload::new(case, &policy);
+            let ns = time(packets, || w.step());
+            let units = if case.name.contains("flows") {
+                exprs::FLOWS
+            } else {
+                exprs::LEAVES
+            };
+            push(record(
+                "expr",
+                format!("{} {variant}", case.name),
+                units,
+                ns,
+                packets,
+            ));
+        }
+    }
     Ok(records)
 }
 
@@ -293,6 +318,23 @@ fn print_summary(records: &[Record], summary: &[Record]) {
             "pfabric module: the paper's re-heapified heap sustains 833 kpps up to {h} flows, cffs beyond {c} ({}x more flows)",
             fmt_f(f64::from(c) / f64::from(h), 0)
         );
+    }
+    for case in &exprs::CASES {
+        let find = |v: &str| {
+            records
+                .iter()
+                .find(|r| r.case == "expr" && r.queue == format!("{} {v}", case.name))
+                .map(|r| r.ns_per_packet)
+        };
+        if let (Some(b), Some(e)) = (find("builtin"), find("expr")) {
+            println!(
+                "rank expressions, {}: expr / built-in = {}x per packet ({} vs {} ns)",
+                case.name,
+                fmt_f(e / b, 2),
+                fmt_f(e, 1),
+                fmt_f(b, 1)
+            );
+        }
     }
     let wheel = cost(records, "pacing", "pacer, timing wheel", PACED_FLOWS);
     if let (Some(w), Some(h)) = (

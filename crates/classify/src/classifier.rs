@@ -180,6 +180,7 @@ impl Classifier {
             }
         });
         let mut pkt = Packet::new(hit.flow, len).at(now).class(hit.class);
+        pkt.dscp = key.ip.map_or(0, |ip| ip.dscp);
         if let Ok(h) = &headers {
             self.annotator.annotate(&mut pkt, frame, h, hit.created);
         }

@@ -458,6 +458,21 @@ fn classifier_builds_descriptors() {
     assert_ne!(a.flow, b.flow);
     assert_eq!((a.len as usize, a.arrival), (frame_v4_udp(5201).len(), 10));
     assert_eq!(c.flows().counters().created, 2);
+    assert_eq!(a.dscp, 0);
+    let mut ef = frame_v4_udp(5201);
+    ef[15] = 46 << 2; // TOS byte of the IPv4 header: DSCP EF
+    ef[24..26].copy_from_slice(&[0, 0]);
+    let sum = ef[14..34]
+        .chunks(2)
+        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
+        .sum::<u32>();
+    let sum = !(((sum & 0xffff) + (sum >> 16)) as u16);
+    ef[24..26].copy_from_slice(&sum.to_be_bytes());
+    assert_eq!(
+        c.classify(&ef, 40).unwrap().dscp,
+        46,
+        "rank programs read it"
+    );
 }
 
 #[test]

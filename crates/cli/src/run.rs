@@ -52,16 +52,17 @@ fn parse_time(s: &str) -> Result<u64, UnitError> {
 }
 
 /// The workload file that goes with `policy` when none is given:
-/// `<dir>/../workloads/<stem>.toml`.
+/// `<dir>/../workloads/<stem>.toml`, or for a policy written with rank
+/// expressions (`<name>-expr.toml`) the workload of the built-in it mirrors.
 fn sibling_workload(policy: &Path) -> Option<PathBuf> {
-    let stem = policy.file_stem()?;
-    let dir = policy.parent()?;
-    let candidate = dir
-        .join("..")
-        .join("workloads")
-        .join(stem)
-        .with_extension("toml");
-    candidate.is_file().then_some(candidate)
+    let stem = policy.file_stem()?.to_str()?;
+    let dir = policy.parent()?.join("..").join("workloads");
+    let base = stem.strip_suffix("-expr");
+    [Some(stem), base]
+        .into_iter()
+        .flatten()
+        .map(|s| dir.join(format!("{s}.toml")))
+        .find(|c| c.is_file())
 }
 
 /// Runs the command.

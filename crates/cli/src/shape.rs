@@ -133,8 +133,22 @@ enum Event {
     Reload,
 }
 
+/// A policy file for live traffic: flows with sub-policies are chosen by
+/// workload flow ids, which live frames do not carry.
+fn load_live(file: &Path) -> Result<Policy, Error> {
+    let policy = Policy::load(file)?;
+    if policy.has_flow_subtrees() {
+        return Err(format!(
+            "{}: flows with sub-policies (`flows` on a node with children) pick their copy by workload flow id: `eiffel run` supports them, live traffic does not",
+            file.display()
+        )
+        .into());
+    }
+    Ok(policy)
+}
+
 fn reload(bump: &Bump, file: &Path) -> ReloadAnswer {
-    match Policy::load(file) {
+    match load_live(file) {
         Err(e) => {
             bump.record_refused_reload(e.to_string());
             ReloadAnswer {
@@ -242,7 +256,7 @@ fn config(args: &ShapeArgs) -> Result<ShapeConfig, Error> {
 
 /// Runs `eiffel shape` until SIGINT or SIGTERM.
 pub fn run(args: &ShapeArgs) -> Result<(), Error> {
-    let policy = Policy::load(&args.policy)?;
+    let policy = load_live(&args.policy)?;
     warn_workload_rules(&policy);
     let drain = duration(&args.drain, "drain")?;
     let interval = duration(&args.rate_interval, "rate-interval")?.max(Duration::from_millis(10));

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use eiffel_classify::{AnnotateSpec, DeadlineField, MalformedAction, RankFrom, RemainingFrom};
-use eiffel_sched::tree::{QueuePlan, Rank, TreeSpec};
+use eiffel_sched::tree::{Discipline, QueuePlan, Rank, TreeSpec};
 use eiffel_sched::PolicyTree;
 
 use crate::units::{fmt_size, fmt_time};
@@ -200,6 +200,9 @@ fn write_node(
             let _ = write!(s, ", at most {q} packets per flow");
         }
         let _ = writeln!(out, "{s}");
+    }
+    if let Discipline::Program { program, .. } = &n.discipline {
+        let _ = writeln!(out, "{pad}    {}", program.source());
     }
     let names = if view.queues.len() == 2 {
         ["reservations", "shares"].as_slice()

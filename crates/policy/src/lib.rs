@@ -50,7 +50,7 @@
 //! | `discipline` | `fifo` (default), `strict`, `wfq` (= `stfq`), `edf`, `lstf`, `srpt`, `pfabric`, `hclock`, `qfq`, `drr`, `wf2q+`, and the calendar-queue policies `cq-wfq`, `cq-wfq-burst`, `cq-edf`, `cq-policer` (= `cq-leaky-bucket`), `cq-pfabric-fair` | how the node orders its children, or a per-flow leaf its flows |
 //! | `weight` | integer 1..=65536 (default 1) | share at a weighted parent (`wfq`, `qfq`, `drr`, `wf2q+`, `hclock`) |
 //! | `priority` | integer 0..=63 (default 0) | level at a `strict` parent, 0 served first |
-//! | `reservation` | rate | guaranteed rate at an `hclock` parent |
+//! | `reservation` | rate | guaranteed rate at an `hclock` parent: a floor, not an addition (each backlogged child gets `clamp(weight * x, reservation, limit)`, as in mClock) |
 //! | `limit`, `burst` | rate, size | rate limit on the node's output, enforced by the shaper (burst default: one mtu) |
 //! | `capacity` | integer | most packets queued at this leaf |
 //! | `queue` | `auto` (default), `ffs`, `hffs`, `cffs`, `gradient`, `approx_gradient`, `circular_approx_gradient`, `bucket_heap`, `binary_heap`, `calendar` | the node's integer priority queue; `auto` follows the Eiffel paper's Fig. 16 decision tree |
@@ -64,6 +64,31 @@
 //! | `period` | duration | `cq-edf`, `cq-policer`: the length of a day |
 //! | `rotation` | `"clock"` (default) or `"on-empty"` | `cq-edf`: head follows the clock, or the paper's Fig. 3 rotation with skew correction |
 //! | `rate`, `bucket` | rate, size | `cq-policer`: each unit's rate and bucket at weight 1 (scaled by weight); packets beyond the bucket are dropped as `policer` |
+//! | `flows` on a node with children | integer | flows that hold sub-policies: the node orders N flows by its discipline and each flow holds its own copy of the subtree below (nodes `name[f]`); a packet reaches the copy of its flow id mod N (`flow_limit`, `flow_burst` pace each copy) |
+//! | `flow_discipline` | `fifo` (default), `strict`, `wfq`, `edf`, `lstf`, `srpt`, `qfq`, `drr`, `wf2q+` | with `flows` on a node with children: how each flow's copy orders its children |
+//! | `rank` | string: a rank expression | instead of `discipline`: the rank of each child (or flow of a per-flow leaf), computed when it becomes backlogged (and again on arrivals if it reads the packet, the head, `now` or `min_remaining`); the queue is an exact `binary_heap` unless `queue` names one |
+//! | `rank_on_dequeue` | string: a rank expression | with `rank`: run after a unit sends a packet, its value the unit's new rank (default: `rank` on the unit's next packet) |
+//! | `state` | inline table of names and integers >= 0 | with `rank`: per-unit state variables and their initial values, e.g. `{ start = 0, finish = 0 }` |
+//! | `node_state` | inline table of names and integers >= 0 | with `rank`: per-node state variables |
+//!
+//! ## Rank expressions
+//! Statements separated by `;`, each an expression or an assignment `name =
+//! expression` to a state variable; the last one's value is the rank (lower
+//! leaves first). Operators, loosest first: `<` `<=` `>` `>=` `==` `!=` (0 or
+//! 1), `+` `-`, `*` `/` `%`; parentheses; `min(a, b, ...)`, `max(a, b, ...)`,
+//! `if(condition, then, else)`. Unsigned 64-bit integers, saturating (`-` stops
+//! at 0, `+` and `*` at 2^64 - 1); at run time `x / 0` is 2^64 - 1 and `x % 0` is
+//! `x`; a divisor that is always 0 is an error. Names: state variables; the
+//! packet fields `len`, `flow`, `class`, `arrival`, `deadline`, `remaining`,
+//! `dscp`, `annotation` (a workload's `priority` or `slack`) of the event's packet
+//! (arriving in `rank`, sent in `rank_on_dequeue`) and as `head.FIELD` of the
+//! unit's next packet; `now`; `vtime` (the largest rank the node has served a
+//! unit at: start-time fair queueing's virtual time); the unit's `weight`,
+//! `priority`, `reservation` (bit/s) and `unit` (index); and on per-flow leaves
+//! `min_remaining` (the smallest `remaining` among the flow's queued packets).
+//! Expressions are compiled once, when the file is loaded, into a stack program
+//! ([`eiffel_sched::tree::RankProgram`]); a mistake names its line and column.
+//! `examples/policies/*-expr.toml` write the built-in rank functions this way.
 //!
 //! The calendar parameters are described with their defaults and ranges on
 //! [`eiffel_sched::tree::CalendarPolicy`] and [`eiffel_sched::tree::CalendarSpec`].
@@ -116,6 +141,7 @@
 pub mod classify;
 pub mod describe;
 mod error;
+mod expr;
 mod file;
 pub mod run;
 pub mod units;
@@ -151,6 +177,7 @@ pub struct Policy {
     classify: ClassifySpec,
     rules: RuleSet,
     index: KeyIndex,
+    leaves: file::LeafMap,
 }
 
 impl Policy {
@@ -176,7 +203,16 @@ impl Policy {
             classify: c.classify,
             rules: c.rules,
             index,
+            leaves: c.leaves,
         })
+    }
+
+    /// Whether some node's flows hold sub-policies (`flows` on a node with
+    /// children): simulated packets reach the copy of their flow id; live
+    /// traffic does not support them yet.
+    #[must_use]
+    pub fn has_flow_subtrees(&self) -> bool {
+        !self.leaves.is_empty()
     }
 
     /// The name the policy was loaded under.
@@ -219,7 +255,7 @@ impl Policy {
     /// The leaf of a simulated packet of workload flow `flow` and class `class`.
     #[must_use]
     pub fn classify_ids(&self, flow: u32, class: u32) -> ClassId {
-        self.rules.classify_ids(flow, class)
+        self.leaves.leaf(self.rules.classify_ids(flow, class), flow)
     }
 
     /// The leaf of a frame with parsed headers `key`.

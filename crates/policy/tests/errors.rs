@@ -261,11 +261,13 @@ fn tree_structure() {
         "{HEAD}\n[[node]]\nname = \"x\"\nparent = \"y\"\n[[node]]\nname = \"y\"\nparent = \"x\"\n"
     );
     refused(&cycle, 11, "node[2].parent", "cycle");
+    // `flows` on a node with children gives each flow a copy of the subtree
+    // (tests/subtrees.rs); a per-flow FIFO limit has no FIFO to limit there.
     refused(
-        &format!("{HEAD}flows = 10\n[[node]]\nname = \"c\"\nparent = \"a\"\n"),
-        8,
-        "node[1].flows",
-        "has children",
+        &format!("{HEAD}flows = 10\nflow_queue = 5\n[[node]]\nname = \"c\"\nparent = \"a\"\n"),
+        9,
+        "node[1].flow_queue",
+        "flow_queue",
     );
     refused(
         &format!("{HEAD}reservation = \"1Mbit\"\n"),

@@ -441,12 +441,36 @@ fn hclock_meets_reservations_before_sharing_the_rest() {
     let report = run_with(&policy, &w, RunOptions::from_workload(&w), |_| {}, &mut obs);
     accounts(&report);
     let rate = |p: &str| node(&report, p).throughput_bps;
-    // By weight alone a would get 1/6 of the link; its 300 Mbit/s reservation
-    // comes first, then the 600 Mbit/s left is shared 1:3:2.
-    assert!(rate("root/a") >= 300e6 && rate("root/b") >= 100e6);
-    within("a", rate("root/a"), 400e6, 0.02);
+    // By weight alone a would get 1/6 of the link; its 300 Mbit/s reservation is
+    // a floor, so a gets 300 and b and c share the other 700 as 3:2 (mClock).
+    within("a", rate("root/a"), 300e6, 0.02);
+    within("b", rate("root/b"), 420e6, 0.02);
+    within("c", rate("root/c"), 280e6, 0.02);
+}
+
+#[test]
+fn hclock_limits_cap_and_the_excess_goes_to_the_others() {
+    let (_, w) = example("hclock");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let text = std::fs::read_to_string(root.join("policies/hclock.toml")).unwrap();
+    let capped = text.replace(
+        "reservation = \"100Mbit\"\nweight = 3\n",
+        "reservation = \"100Mbit\"\nweight = 3\nlimit = \"400Mbit\"\nburst = \"15kB\"\n",
+    );
+    assert_ne!(capped, text, "the example's tenant b changed");
+    let policy = Policy::parse(&capped, "hclock-capped.toml").unwrap_or_else(|e| panic!("{e}"));
+    let report = run_with(
+        &policy,
+        &w,
+        RunOptions::from_workload(&w),
+        |_| {},
+        &mut Invariants { sent: 0 },
+    );
+    accounts(&report);
+    let rate = |p: &str| node(&report, p).throughput_bps;
+    within("a", rate("root/a"), 300e6, 0.02);
     within("b", rate("root/b"), 400e6, 0.02);
-    within("c", rate("root/c"), 200e6, 0.02);
+    within("c", rate("root/c"), 300e6, 0.02);
 }
 
 /// Per-flow pacing: every flow of the paced leaf conforms to its own limit, and
@@ -677,7 +701,10 @@ fn every_example_policy_compiles() {
     assert!(names.len() >= 15, "{names:?}");
     for name in names {
         Policy::load(root.join("policies").join(&name)).unwrap_or_else(|e| panic!("{e}"));
-        let workload = if name.starts_with("fig9-") {
+        let mirrored = name.strip_suffix("-expr.toml").map(|b| format!("{b}.toml"));
+        let workload = if let Some(m) = &mirrored {
+            m
+        } else if name.starts_with("fig9-") {
             "fig9-burst.toml"
         } else if name.starts_with("live-") {
             continue;

@@ -63,7 +63,7 @@
 //! straddles two cache lines unless it is bigger than one. A line is 128 bytes of
 //! slots (x86-64 and aarch64 move adjacent 64-byte cache lines in pairs), or one
 //! slot if a slot is bigger: 16 slots of `u32`, 8 of `u64`, 2 of
-//! [`eiffel_sched::Packet`] (48 bytes plus the mark: one cache line each).
+//! [`eiffel_sched::Packet`] (56 bytes plus the mark: one cache line each).
 //!
 //! # Deviations from the paper
 //! - The paper's slots hold pointers and use NULL as the empty sentinel, and the

@@ -28,6 +28,11 @@
 //!   [`QueueStats::underflow`] (a rank in the past is the most urgent).
 //! - With [`OutOfRange::Reject`] the last two cases are refused instead.
 //!
+//! A re-rank (`set_rank`) that stays in its bucket keeps the element's place,
+//! except a rank beyond the window: that one goes through the insert's rules (and
+//! so swaps past an empty primary), since a scheduler that only peeks and
+//! re-ranks moves the window through re-ranks alone.
+//!
 //! When neither half holds anything, an insert whose rank would be clamped (at or
 //! beyond `base + 2 N g`), or would go to an empty served-first list (below `base`),
 //! re-anchors the range instead: `base` becomes the rank rounded down to a multiple
@@ -389,7 +394,13 @@ impl<T, I: BucketIndex> PriorityQueue<T> for Circular<T, I> {
             return Err(RankError::OutOfRange);
         };
         self.store.set_rank(idx, rank);
-        if self.list_of_slot(slot) == old {
+        // A rank beyond the window is clamped into the secondary's last bucket;
+        // if the element already sat there it must still go through `enter`, which
+        // swaps past an empty primary, or it would stay ahead of elements it now
+        // ranks behind.
+        let beyond =
+            rank >= self.base && self.gran.buckets_between(self.base, rank) >= 2 * self.n as u64;
+        if self.list_of_slot(slot) == old && !beyond {
             // Same bucket under the current range: keep the element's place.
             return Ok(());
         }

@@ -253,7 +253,8 @@ impl Model for CircularModel {
     fn set_rank(&mut self, id: u32, rank: u64) -> Result<(), RankError> {
         let key = *self.loc.get(&id).ok_or(RankError::StaleHandle)?;
         let slot = self.place(rank).ok_or(RankError::OutOfRange)?;
-        if (slot.0, slot.1) == (key.0, key.1) {
+        let beyond = rank >= self.base && (rank - self.base) / self.g >= 2 * self.n;
+        if (slot.0, slot.1) == (key.0, key.1) && !beyond {
             self.map.insert(key, (rank, id));
             return Ok(());
         }
@@ -488,6 +489,23 @@ fn cffs_rotates_many_times_in_exact_order() {
     let s = q.stats();
     assert!(s.rotations > 2_000, "only {} rotations", s.rotations);
     assert_eq!((s.clamped_high, s.underflow), (0, 0));
+}
+
+/// Schedulers that only peek and re-rank (never pop) move a circular queue's
+/// window through `set_rank` alone: an element re-ranked beyond the window while
+/// it already sits in the clamped last bucket must still swap past the empty
+/// primary and take its place behind the elements it now ranks after.
+#[test]
+fn cffs_re_rank_beyond_the_window_swaps_past_an_empty_primary() {
+    let mut q: Cffs<u32> = Cffs::new(QueueConfig::new(4, 2).granularity(10)).unwrap();
+    // The window is [0, 80): both in the secondary's last bucket, primary empty.
+    let b = q.insert(75, 1).unwrap();
+    q.insert(79, 0).unwrap();
+    q.set_rank(b, 95).unwrap();
+    assert_eq!(q.peek().map(|(_, r, &u)| (r, u)), Some((79, 0)));
+    assert_eq!(q.pop_min(), Some((79, 0)));
+    assert_eq!(q.pop_min(), Some((95, 1)));
+    assert_eq!(q.stats().clamped_high, 0);
 }
 
 #[test]

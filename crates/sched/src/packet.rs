@@ -40,6 +40,9 @@ pub struct Packet {
     /// Bytes the packet's flow still has to send, this packet included (SRPT, pFabric);
     /// 0 when unknown.
     pub remaining: u64,
+    /// Differentiated-services code point of the IP header (0 when none), for
+    /// rank programs and classification by the annotator.
+    pub dscp: u8,
 }
 
 impl Packet {
@@ -56,6 +59,7 @@ impl Packet {
             rank: 0,
             deadline: NO_DEADLINE,
             remaining: 0,
+            dscp: 0,
         }
     }
 

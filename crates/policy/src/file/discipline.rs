@@ -88,7 +88,7 @@ impl Kind {
             ])
     }
 
-    fn from_name(name: &str) -> Option<Kind> {
+    pub(super) fn from_name(name: &str) -> Option<Kind> {
         Kind::all().find(|&(n, _)| n == name).map(|(_, k)| k)
     }
 

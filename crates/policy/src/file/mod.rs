@@ -10,7 +10,11 @@
 
 mod discipline;
 mod node;
+mod rank;
 mod shape;
+mod subtrees;
+
+pub(crate) use subtrees::LeafMap;
 
 use eiffel_classify::RuleSet;
 use eiffel_sched::tree::{SpecError, TreeSpec};
@@ -44,7 +48,7 @@ struct ShaperFile {
 }
 
 /// One `[[node]]` as written.
-#[derive(Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct NodeFile {
     name: Spanned<String>,
@@ -71,6 +75,11 @@ struct NodeFile {
     rotation: Option<Spanned<String>>,
     rate: Option<Spanned<Rate>>,
     bucket: Option<Spanned<Size>>,
+    rank: Option<Spanned<String>>,
+    rank_on_dequeue: Option<Spanned<String>>,
+    state: Option<Spanned<toml::Table>>,
+    node_state: Option<Spanned<toml::Table>>,
+    flow_discipline: Option<Spanned<String>>,
 }
 
 /// A compiled policy file.
@@ -78,6 +87,8 @@ pub(crate) struct Compiled {
     pub spec: TreeSpec,
     pub classify: ClassifySpec,
     pub rules: RuleSet,
+    /// Where the leaves of flows with sub-policies went.
+    pub leaves: LeafMap,
 }
 
 /// The key path of key `k` of node `i`.
@@ -112,18 +123,32 @@ pub(crate) fn compile(index: &KeyIndex, text: &str) -> Result<Compiled, PolicyEr
     }
     let shape = shape::Shape::of(index, &file.node)?;
     let kinds = discipline::kinds(index, &file.node)?;
+    let subtrees = (file.node.iter().enumerate())
+        .map(|(i, n)| subtrees::of(index, n, i, &shape, spec.mtu))
+        .collect::<Result<Vec<_>, _>>()?;
     for (i, n) in file.node.iter().enumerate() {
+        let stripped;
+        let n = if subtrees[i].is_some() {
+            stripped = subtrees::without_flow_keys(n);
+            &stripped
+        } else {
+            n
+        };
         let d = discipline::compile(index, n, i, kinds[i], &shape)?;
+        let d = rank::apply(index, n, i, d, &shape)?;
         let ns = node::compile(index, n, i, d, &kinds, &shape, spec.mtu)?;
         spec.add(ns);
     }
     spec.validate().map_err(|e| spec_error(index, &e))?;
     PolicyTree::new(spec.clone()).map_err(|e| config_error(index, &spec, &e))?;
     let (classify, rules) = classify::compile(index, file.classify, &spec)?;
+    let (spec, leaves) = subtrees::expand(&spec, &subtrees);
+    PolicyTree::new(spec.clone()).map_err(|e| config_error(index, &spec, &e))?;
     Ok(Compiled {
         spec,
         classify,
         rules,
+        leaves,
     })
 }
 

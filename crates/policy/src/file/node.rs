@@ -127,7 +127,7 @@ fn per_flow(
 }
 
 /// A rate limit from a `limit`/`burst` (or `flow_limit`/`flow_burst`) pair.
-fn limit(
+pub(super) fn limit(
     index: &KeyIndex,
     rate: &Option<Spanned<Rate>>,
     burst: &Option<Spanned<Size>>,

@@ -82,7 +82,7 @@
 //! # Deviations from the paper
 //! - Client lists accept concurrent appenders and use the listing state (see
 //!   the `clist` module), because user threads migrate and are preempted.
-//! - Packets travel by value (48-byte descriptors) rather than as pointers.
+//! - Packets travel by value (56-byte descriptors) rather than as pointers.
 //! - Dispatch may be done inline by the arbiter (section 3.3 allows it when
 //!   transmission is cheap) or by dispatcher threads; a packet goes to TX mailbox
 //!   `flow mod dispatchers`, which keeps each flow's order.

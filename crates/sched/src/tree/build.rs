@@ -6,6 +6,7 @@ use super::cq::CalendarSched;
 use super::discipline::{Discipline, QueueChoice, Rank};
 use super::minq::{MinDeque, MinPool};
 use super::node::{Flow, FlowLeaf, Kind, Node, NONE};
+use super::program::ProgramTxn;
 use super::sched::{Core, Hclock, NodeSched, Ranked};
 use super::select::{plan, QueueNeeds, QueuePlan, RankKind};
 use super::shaper::{Gcra, Shaper};
@@ -83,7 +84,7 @@ fn build_sched(
                 },
             );
             let pplan = plan(queue, &needs(RankKind::Hclock));
-            let sched = NodeSched::Hclock(Box::new(Hclock::new(&rplan, &pplan, units)?));
+            let sched = NodeSched::Hclock(Box::new(Hclock::new(&rplan, &pplan, units, spec.mtu)?));
             Ok((sched, vec![rplan, pplan]))
         }
         Discipline::FairQueue(f) => {
@@ -97,6 +98,12 @@ fn build_sched(
         Discipline::Ranked { rank, queue } => {
             let p = plan(queue, &needs(RankKind::Rank(*rank)));
             let sched = NodeSched::Ranked(Ranked::new(&p, units, builtin(*rank), per_flow)?);
+            Ok((sched, vec![p]))
+        }
+        Discipline::Program { program, queue } => {
+            let p = plan(queue, &needs(RankKind::Program));
+            let txn = Builtin::Program(Box::new(ProgramTxn::new(program.clone(), units.len())));
+            let sched = NodeSched::Ranked(Ranked::new(&p, units, txn, per_flow)?);
             Ok((sched, vec![p]))
         }
     }
@@ -151,8 +158,10 @@ fn flow_leaf(
             min: MinDeque::default(),
         })
         .collect();
-    let minima =
-        (ns.discipline.rank() == Some(Rank::Pfabric)).then(|| MinPool::new(spec.capacity as usize));
+    let minima = ns
+        .discipline
+        .tracks_min_remaining()
+        .then(|| MinPool::new(spec.capacity as usize));
     let leaf = FlowLeaf {
         flows,
         sched,

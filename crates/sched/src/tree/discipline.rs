@@ -4,7 +4,11 @@
 //!
 //! See [`Discipline`] for the families.
 
+use std::sync::Arc;
+
 use eiffel_queue::QueueKind;
+
+use super::program::RankProgram;
 
 use crate::time::{Duration, Rate};
 
@@ -542,6 +546,15 @@ pub enum Discipline {
     FairQueue(FairQueue),
     /// A calendar-queue discipline.
     Calendar(CalendarSpec),
+    /// A rank function written as a [`RankProgram`] (policy files: `rank = "..."`)
+    /// over one integer priority queue. Its ranks have no known range: the queue
+    /// is an exact `binary_heap` unless the choice names one.
+    Program {
+        /// The compiled rank function.
+        program: Arc<RankProgram>,
+        /// The queue and its geometry.
+        queue: QueueChoice,
+    },
 }
 
 impl Discipline {
@@ -588,7 +601,10 @@ impl Discipline {
     /// The same discipline on `queue` (ranked and hClock nodes; others unchanged).
     #[must_use]
     pub fn on(mut self, choice: QueueChoice) -> Self {
-        if let Discipline::Ranked { queue, .. } | Discipline::Hclock { queue } = &mut self {
+        if let Discipline::Ranked { queue, .. }
+        | Discipline::Hclock { queue }
+        | Discipline::Program { queue, .. } = &mut self
+        {
             *queue = choice;
         }
         self
@@ -602,6 +618,7 @@ impl Discipline {
             Discipline::Hclock { .. } => "hclock",
             Discipline::FairQueue(f) => f.name(),
             Discipline::Calendar(c) => c.policy.name(),
+            Discipline::Program { .. } => "rank program",
         }
     }
 
@@ -609,7 +626,9 @@ impl Discipline {
     #[must_use]
     pub const fn queue(&self) -> Option<&QueueChoice> {
         match self {
-            Discipline::Ranked { queue, .. } | Discipline::Hclock { queue } => Some(queue),
+            Discipline::Ranked { queue, .. }
+            | Discipline::Hclock { queue }
+            | Discipline::Program { queue, .. } => Some(queue),
             Discipline::FairQueue(_) | Discipline::Calendar(_) => None,
         }
     }
@@ -634,6 +653,20 @@ impl Discipline {
                 ..
             })
         )
+    }
+
+    /// Whether a per-flow leaf of this discipline keeps each flow's smallest
+    /// queued `remaining` (pFabric, and rank programs that read `min_remaining`).
+    #[must_use]
+    pub fn tracks_min_remaining(&self) -> bool {
+        match self {
+            Discipline::Ranked {
+                rank: Rank::Pfabric,
+                ..
+            } => true,
+            Discipline::Program { program, .. } => program.reads(super::program::Var::MinRemaining),
+            _ => false,
+        }
     }
 
     /// Whether the discipline ranks flows rather than children (pFabric and

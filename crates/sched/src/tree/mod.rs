@@ -45,6 +45,7 @@ mod discipline;
 mod invariants;
 mod minq;
 mod node;
+mod program;
 mod sched;
 mod select;
 mod shaper;
@@ -63,6 +64,7 @@ pub use discipline::{
     DEFAULT_PERIOD, MAX_CALENDAR_BYTES, MAX_PERIOD, MAX_POLICER_RATE,
 };
 use node::{Kind, Node, NONE};
+pub use program::{Field, Op, Program, ProgramError, RankProgram, Var, MAX_STACK, MAX_STATE};
 use sched::NodeSched;
 pub use select::QueuePlan;
 pub use shaper::Gcra;

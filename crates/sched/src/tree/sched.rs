@@ -16,7 +16,7 @@ use eiffel_queue::{AnyQueue, Handle, PriorityQueue, QueueKind};
 
 use super::cq::CalendarSched;
 use super::discipline::FairQueue;
-use super::select::QueuePlan;
+use super::select::{QueuePlan, HCLOCK_LEAD};
 use super::txn::{vt_cost, Builtin, Unit};
 use crate::flows::FlowCore;
 use crate::packet::{Nanos, Packet};
@@ -36,22 +36,38 @@ pub(crate) struct Ranked {
     is_flow: bool,
 }
 
-/// hClock (Billaud and Gulati, EuroSys'13) as a node discipline: units with a
-/// reservation carry a reservation tag in real time and are served first whenever
-/// their tag is due; otherwise the unit with the smallest share tag goes, so shares
-/// divide the capacity left after reservations. A unit's limit is its rate limit in
-/// the tree's shaper.
+/// hClock (Billaud and Gulati, EuroSys'13) as a node discipline, with mClock's
+/// semantics (Gulati, Merchant and Varman, OSDI'10): a unit's reservation is a
+/// floor, its limit a cap, and shares divide what is left. In the fluid limit
+/// every backlogged unit gets `clamp(w * x, r, l)` of the capacity, with the
+/// level `x` such that the allocations add up to it.
 ///
-/// Tags: a unit served because its reservation was due advances its reservation tag
-/// by `L / R`; a unit served by shares advances its share tag by
-/// `L * VT_SCALE / weight`. Each tag thus counts exactly the service of its own
-/// phase: a unit gets its reservation plus its weighted part of the spare capacity.
-/// (Charging reservation service to the share tag as well, mClock's rule, makes
-/// reservations a floor instead, but lets a reserved unit's share tag run ahead of
-/// the others without bound, beyond any finite window of a bucketed queue.) A unit
-/// entering the queue starts at `max(tag, now)` (reservation) and `max(tag, V)`
-/// (shares, `V` the share tag of the last unit served by shares), so idle time
-/// earns no credit.
+/// Two tags per unit, as in mClock. The reservation tag (`Unit::start`, in ns)
+/// advances by `L / R` for every packet served in the reservation phase; whenever
+/// the smallest reservation tag is due (`<= now`) that unit is served, so every
+/// reservation is met first. Otherwise the unit with the smallest share tag goes
+/// (`Unit::finish`, virtual time). Every packet, whichever phase served it, is
+/// charged `L * VT_SCALE / weight` to the unit's share tag: service received
+/// through a reservation counts against the unit's share, so a unit whose
+/// reservation exceeds its weighted part of the capacity gets its reservation
+/// and nothing more, and one whose share exceeds its reservation gets its share
+/// and not the sum. Service in the share phase leaves the reservation tag alone
+/// (mClock lowers the R tags of the rest of the unit's requests by `1/r`, which
+/// comes to the same), so the reservation phase keeps pacing at exactly `R`. A
+/// unit's limit is its rate limit in the tree's shaper. A unit entering the
+/// queue starts at `max(tag, now)` (reservation) and `max(tag, V)` (shares, `V`
+/// the share tag of the last unit served by shares), so idle time earns no
+/// credit.
+///
+/// Deviation: mClock lets the share tag of a unit served mostly by its
+/// reservation run ahead of the others without bound; here reservation service
+/// moves a share tag at most to `V + lead`, `lead` the share cost of four largest
+/// packets at the smallest weight (at most half the share queue's window). The
+/// tags of the units served by shares lie within one such packet of `V`, so a
+/// unit held at the lead still loses every share-phase selection: the allocation
+/// is the same, the tags stay inside the window of a bucketed queue, and a unit
+/// does not carry a debt from a past surplus of reserved service into a later
+/// period where its share is larger.
 #[derive(Debug)]
 pub(crate) struct Hclock {
     reservations: AnyQueue<u32>,
@@ -60,6 +76,9 @@ pub(crate) struct Hclock {
     ph: Vec<Option<Handle>>,
     pub(crate) units: Vec<Unit>,
     vtime: u64,
+    /// Furthest a share tag may lead `vtime` through reserved service: the share
+    /// cost of `HCLOCK_LEAD` largest packets at the smallest weight.
+    lead: u64,
     /// Whether the last `select` chose by reservation.
     by_reservation: bool,
 }
@@ -156,8 +175,22 @@ impl Hclock {
         rplan: &QueuePlan,
         pplan: &QueuePlan,
         units: Vec<Unit>,
+        mtu: u32,
     ) -> Result<Self, ConfigError> {
+        let min_weight = units.iter().map(|u| u.weight).min().unwrap_or(1);
+        // At most half the share queue's window (a policy may set a small one).
+        let half_window = match pplan.kind {
+            QueueKind::BinaryHeap => u64::MAX,
+            _ => {
+                pplan
+                    .config
+                    .granularity
+                    .saturating_mul(pplan.config.buckets as u64)
+                    / 2
+            }
+        };
         Ok(Hclock {
+            lead: (vt_cost(mtu, min_weight) * HCLOCK_LEAD).min(half_window),
             reservations: queue_of(rplan)?,
             shares: queue_of(pplan)?,
             rh: vec![None; units.len()],
@@ -233,13 +266,15 @@ impl NodeSched {
 
     /// Whether a packet entering the subtree of a queued unit never changes this
     /// node's order (`on_enqueue` does nothing): fair-queueing cores, hClock,
-    /// `wfq`, and `strict` over children (ranked by their configured priority).
+    /// `wfq`, `strict` over children (ranked by their configured priority), and
+    /// rank programs that read nothing an arrival changes.
     pub(crate) fn ignores_arrivals(&self) -> bool {
         match self {
             NodeSched::Core(..) | NodeSched::Hclock(_) => true,
             NodeSched::Ranked(r) => match r.txn {
                 Builtin::Wfq { .. } => true,
                 Builtin::Strict => !r.is_flow,
+                Builtin::Program(ref p) => p.ignores_arrivals(),
                 _ => false,
             },
             NodeSched::Calendar(_) => false,
@@ -252,7 +287,7 @@ impl NodeSched {
             NodeSched::Ranked(r) => {
                 let rank = r
                     .txn
-                    .on_activate(&mut r.units[u as usize], head, now, r.is_flow);
+                    .on_activate(u, &mut r.units[u as usize], head, now, r.is_flow);
                 place(&mut r.queue, &mut r.handles, u, rank);
             }
             NodeSched::Hclock(h) => {
@@ -278,7 +313,7 @@ impl NodeSched {
             NodeSched::Ranked(r) => {
                 if let Some(rank) =
                     r.txn
-                        .on_enqueue(&mut r.units[u as usize], pkt, head, now, r.is_flow)
+                        .on_enqueue(u, &mut r.units[u as usize], pkt, head, now, r.is_flow)
                 {
                     place(&mut r.queue, &mut r.handles, u, rank);
                 }
@@ -354,9 +389,9 @@ impl NodeSched {
     pub(crate) fn served(&mut self, u: u32, sent: &Packet, next: Option<&Packet>, now: Nanos) {
         match self {
             NodeSched::Ranked(r) => {
-                let rank = r
-                    .txn
-                    .on_dequeue(&mut r.units[u as usize], sent, next, now, r.is_flow);
+                let rank =
+                    r.txn
+                        .on_dequeue(u, &mut r.units[u as usize], sent, next, now, r.is_flow);
                 if next.is_some() {
                     place(&mut r.queue, &mut r.handles, u, rank);
                 } else {
@@ -368,6 +403,11 @@ impl NodeSched {
                 if h.by_reservation {
                     let rate = unit.reservation;
                     unit.start += time_cost(sent.len, rate);
+                    // Reserved service counts against the share too (a floor,
+                    // not an addition), up to `lead` ahead of the share phase.
+                    let charged = unit.finish + vt_cost(sent.len, unit.weight);
+                    let cap = (h.vtime + h.lead).max(unit.finish);
+                    unit.finish = charged.min(cap);
                 } else {
                     h.vtime = h.vtime.max(unit.finish);
                     unit.finish += vt_cost(sent.len, unit.weight);

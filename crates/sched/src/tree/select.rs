@@ -13,13 +13,19 @@
 //! The geometry (granularity and buckets) follows from the discipline unless the
 //! policy sets it: time-based ranks use 1 us buckets over a window of 4096 buckets
 //! per half (deadlines 10 us over 16384); virtual times use buckets sized so that
-//! the largest step `mtu * VT_SCALE / min_weight` spans 4096 buckets; remaining
+//! the largest step `mtu * VT_SCALE / min_weight` spans 4096 buckets (hClock's
+//! share tags eight such steps, the lead they may take); remaining
 //! sizes use one bucket per MTU up to 64 MiB; strict priority one bucket per level.
 
 use eiffel_queue::{QueueConfig, QueueKind};
 
 use super::discipline::{QueueChoice, Rank};
 use super::txn::VT_SCALE;
+
+/// How many largest packets at the smallest weight an hClock share tag may lead
+/// the share phase's virtual time through reserved service (see the hClock
+/// discipline).
+pub(crate) const HCLOCK_LEAD: u64 = 4;
 
 /// Threshold under which bucketed queues are not worth their memory (Fig. 16).
 pub const SMALL_LEVELS: usize = 1_000;
@@ -50,6 +56,8 @@ pub(crate) enum RankKind {
     Rank(Rank),
     /// hClock's share tags (virtual times; its reservation queue's are times).
     Hclock,
+    /// A rank program's: no known range.
+    Program,
 }
 
 impl RankKind {
@@ -57,7 +65,7 @@ impl RankKind {
     fn moving_range(self) -> bool {
         match self {
             RankKind::Rank(r) => r.moving_range(),
-            RankKind::Hclock => true,
+            RankKind::Hclock | RankKind::Program => true,
         }
     }
 }
@@ -94,11 +102,21 @@ fn default_geometry(needs: &QueueNeeds) -> (u64, usize) {
             (g, ((64u64 << 20) / g) as usize)
         }
         RankKind::Rank(Rank::Edf) => (10_000, 16_384),
-        RankKind::Rank(Rank::Wfq) | RankKind::Hclock => {
+        RankKind::Rank(Rank::Wfq) => {
             let span = u64::from(needs.mtu) * VT_SCALE / u64::from(needs.min_weight.max(1));
             ((span / 4_096).max(1).next_power_of_two(), 4_096)
         }
+        RankKind::Hclock => {
+            // Share tags of units served by their reservations lead the others
+            // by up to `HCLOCK_LEAD` packets: a half spans twice that.
+            let span = u64::from(needs.mtu) * VT_SCALE / u64::from(needs.min_weight.max(1));
+            let reach = span * 2 * HCLOCK_LEAD;
+            ((reach / 4_096).max(1).next_power_of_two(), 4_096)
+        }
         RankKind::Rank(Rank::Fifo | Rank::Lstf) => (1_000, 4_096),
+        // Unknown ranks: `plan` makes the queue an exact heap unless the policy
+        // names one; a named bucketed queue gets 1 ns buckets unless it says.
+        RankKind::Program => (1, 4_096),
     }
 }
 
@@ -113,6 +131,11 @@ pub(crate) fn plan(choice: &QueueChoice, needs: &QueueNeeds) -> QueuePlan {
         .unwrap_or_else(|| (needs.units as f64 / buckets as f64).min(1.0));
     let (kind, automatic, reason) = match choice.kind {
         Some(k) => (k, false, "set by the policy".to_string()),
+        None if needs.ranks == RankKind::Program => (
+            QueueKind::BinaryHeap,
+            true,
+            "a rank program's ranks have no known range: exact heap".to_string(),
+        ),
         None => {
             let range = if moving { "moving" } else { "fixed" };
             if !moving && buckets <= 64 {

@@ -26,6 +26,7 @@
 
 use core::fmt;
 
+use super::program::ProgramTxn;
 use crate::packet::{Nanos, Packet};
 use crate::time::Rate;
 
@@ -151,6 +152,8 @@ pub(crate) enum Builtin {
     Lstf,
     Srpt,
     Pfabric,
+    /// A rank program from the policy (`rank = "..."`).
+    Program(Box<ProgramTxn>),
     Custom(Box<dyn Transaction>),
 }
 
@@ -170,6 +173,7 @@ impl Builtin {
             Builtin::Lstf => "lstf",
             Builtin::Srpt => "srpt",
             Builtin::Pfabric => "pfabric",
+            Builtin::Program(_) => "rank program",
             Builtin::Custom(t) => t.name(),
         }
     }
@@ -190,13 +194,16 @@ impl Builtin {
             Builtin::Lstf => head.arrival.saturating_add(head.rank),
             Builtin::Srpt => head.remaining,
             Builtin::Pfabric => unit.queued_min,
-            Builtin::Wfq { .. } | Builtin::Custom(_) => unreachable!("not a head-derived rank"),
+            Builtin::Wfq { .. } | Builtin::Program(_) | Builtin::Custom(_) => {
+                unreachable!("not a head-derived rank")
+            }
         }
     }
 
     #[inline]
     pub(crate) fn on_activate(
         &mut self,
+        u: u32,
         unit: &mut Unit,
         head: &Packet,
         now: Nanos,
@@ -207,6 +214,7 @@ impl Builtin {
                 unit.start = unit.finish.max(*vtime);
                 unit.start
             }
+            Builtin::Program(p) => p.on_enqueue(u, unit, head, head, now),
             Builtin::Custom(t) => t.on_activate(unit, head, now),
             b => b.head_rank(unit, head, is_flow),
         }
@@ -215,6 +223,7 @@ impl Builtin {
     #[inline]
     pub(crate) fn on_enqueue(
         &mut self,
+        u: u32,
         unit: &mut Unit,
         pkt: &Packet,
         head: &Packet,
@@ -222,6 +231,8 @@ impl Builtin {
         is_flow: bool,
     ) -> Option<u64> {
         match self {
+            Builtin::Program(p) if p.ignores_arrivals() => None,
+            Builtin::Program(p) => Some(p.on_enqueue(u, unit, pkt, head, now)),
             // A unit's virtual start does not depend on what arrives behind its head.
             Builtin::Wfq { .. } => None,
             Builtin::Custom(t) => t.on_enqueue(unit, pkt, head, now),
@@ -232,6 +243,7 @@ impl Builtin {
     #[inline]
     pub(crate) fn on_dequeue(
         &mut self,
+        u: u32,
         unit: &mut Unit,
         sent: &Packet,
         next: Option<&Packet>,
@@ -239,6 +251,7 @@ impl Builtin {
         is_flow: bool,
     ) -> u64 {
         match self {
+            Builtin::Program(p) => p.on_dequeue(u, unit, sent, next, now),
             Builtin::Wfq { vtime } => {
                 // Start-time fair queueing, charged on departure: the packet just
                 // sent started at `start`; the next one starts where it finished.

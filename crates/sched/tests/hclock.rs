@@ -1,0 +1,176 @@
+//! hClock against mClock's definition of reservations, limits and shares
+//! (Gulati, Merchant and Varman, OSDI'10): with every unit backlogged, unit `i`
+//! gets `clamp(w_i * x, r_i, l_i)` of the capacity, the level `x` chosen so that
+//! the allocations add up to the capacity. Reservations are floors, not
+//! additions; limits are caps; shares divide the rest.
+
+use eiffel_sched::tree::{Discipline, NodeSpec, RateLimit, TreeSpec};
+use eiffel_sched::{Nanos, Packet, PolicyTree, Rate, Scheduler};
+
+/// One tenant: reservation and limit in Mbit/s (0 = none), weight.
+#[derive(Clone, Copy, Debug)]
+struct Tenant {
+    reservation: u64,
+    weight: u32,
+    limit: u64,
+}
+
+const fn t(reservation: u64, weight: u32, limit: u64) -> Tenant {
+    Tenant {
+        reservation,
+        weight,
+        limit,
+    }
+}
+
+/// mClock's allocation in Mbit/s: `clamp(w * x, r, l)` summing to `capacity`
+/// (reservations assumed to fit), found by bisection on the level `x`.
+fn mclock_allocation(capacity: f64, tenants: &[Tenant]) -> Vec<f64> {
+    let alloc = |x: f64| -> Vec<f64> {
+        tenants
+            .iter()
+            .map(|t| {
+                let cap = if t.limit == 0 {
+                    f64::INFINITY
+                } else {
+                    t.limit as f64
+                };
+                (f64::from(t.weight) * x).max(t.reservation as f64).min(cap)
+            })
+            .collect()
+    };
+    let (mut lo, mut hi) = (0.0, capacity);
+    for _ in 0..200 {
+        let mid = (lo + hi) / 2.0;
+        if alloc(mid).iter().sum::<f64>() < capacity {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    alloc(hi)
+}
+
+fn tree_of(tenants: &[Tenant]) -> PolicyTree {
+    let mut spec = TreeSpec::new(10_000);
+    let mut root = NodeSpec::new("root", None);
+    root.discipline = Discipline::HCLOCK;
+    let r = spec.add(root);
+    for (i, t) in tenants.iter().enumerate() {
+        let mut leaf = NodeSpec::new(format!("t{i}"), Some(r));
+        leaf.weight = t.weight;
+        if t.reservation > 0 {
+            leaf.reservation = Some(Rate::from_mbps(t.reservation));
+        }
+        if t.limit > 0 {
+            leaf.limit = Some(RateLimit {
+                rate: Rate::from_mbps(t.limit),
+                burst: 15_000,
+            });
+        }
+        spec.add(leaf);
+    }
+    PolicyTree::new(spec).expect("valid hclock tree")
+}
+
+/// Greedy tenants (each keeps `window` packets of 1500 bytes queued) on a link
+/// of `link_mbps` for `until` ns; returns each tenant's rate in Mbit/s after a
+/// warm-up of a tenth of the run, checking the accounting at the end.
+fn run_greedy(tenants: &[Tenant], link_mbps: u64, until: Nanos) -> Vec<f64> {
+    const LEN: u32 = 1500;
+    let window = 64;
+    let mut tree = tree_of(tenants);
+    let classes: Vec<u32> = (0..tenants.len())
+        .map(|i| tree.leaf(&format!("t{i}")).unwrap())
+        .collect();
+    let mut sent = vec![0u64; tenants.len()];
+    let warmup = until / 10;
+    let mut now: Nanos = 0;
+    for (i, &c) in classes.iter().enumerate() {
+        for _ in 0..window {
+            tree.enqueue(Packet::new(i as u32, LEN).class(c).at(0), 0)
+                .unwrap();
+        }
+    }
+    let tx = u64::from(LEN) * 8 * 1_000 / link_mbps;
+    let mut steps = 0u64;
+    while now < until {
+        match tree.dequeue(now) {
+            Some(pkt) => {
+                let i = pkt.flow as usize;
+                if now >= warmup {
+                    sent[i] += u64::from(pkt.len);
+                }
+                now += tx;
+                let refill = Packet::new(pkt.flow, LEN).class(classes[i]).at(now);
+                tree.enqueue(refill, now).unwrap();
+            }
+            None => now = tree.next_ready(now).expect("backlogged").max(now + 1),
+        }
+        steps += 1;
+        if steps % 4_099 == 0 {
+            tree.check_invariants();
+        }
+    }
+    tree.check_invariants();
+    let counters = tree.counters();
+    assert_eq!(
+        counters.enqueued,
+        counters.dequeued + counters.dropped_total() + tree.backlog().packets
+    );
+    let secs = (until - warmup) as f64 / 1e9;
+    sent.iter().map(|&b| b as f64 * 8.0 / secs / 1e6).collect()
+}
+
+fn assert_mclock(name: &str, tenants: &[Tenant], link_mbps: u64, expected: &[f64]) {
+    let reference = mclock_allocation(link_mbps as f64, tenants);
+    for (r, e) in reference.iter().zip(expected) {
+        assert!((r - e).abs() < 0.5, "{name}: the rule gives {reference:?}");
+    }
+    let got = run_greedy(tenants, link_mbps, 400_000_000);
+    for (i, (g, e)) in got.iter().zip(expected).enumerate() {
+        assert!(
+            (g - e).abs() / e < 0.02,
+            "{name}: tenant {i} got {g:.1} Mbit/s, mClock gives {e:.1} (all: {got:?})"
+        );
+    }
+}
+
+#[test]
+fn a_reservation_is_a_floor_not_an_addition() {
+    // The shipped hclock example: a's 300 Mbit/s reservation exceeds its 1/6 of
+    // the link, so a gets exactly 300; b and c split the other 700 as 3:2.
+    let tenants = [t(300, 1, 600), t(100, 3, 0), t(0, 2, 0)];
+    assert_mclock("example", &tenants, 1_000, &[300.0, 420.0, 280.0]);
+}
+
+#[test]
+fn a_limit_caps_and_its_excess_goes_to_the_others() {
+    // The same tenants with b capped at 400 Mbit/s: c takes the rest.
+    let tenants = [t(300, 1, 600), t(100, 3, 400), t(0, 2, 0)];
+    assert_mclock("b capped", &tenants, 1_000, &[300.0, 400.0, 300.0]);
+}
+
+#[test]
+fn a_share_above_the_reservation_is_not_topped_up() {
+    // b's 600 Mbit/s reservation binds (its weight alone would give it 100),
+    // a gets the other 400; with a share above it the reservation adds nothing.
+    assert_mclock(
+        "binding",
+        &[t(0, 9, 0), t(600, 1, 0)],
+        1_000,
+        &[400.0, 600.0],
+    );
+    assert_mclock("slack", &[t(0, 1, 0), t(100, 1, 0)], 1_000, &[500.0, 500.0]);
+}
+
+#[test]
+fn three_tenants_across_capacities() {
+    // Shares 1:2:3, reservations 250 and 250 on the first two, a 1000 Mbit/s
+    // cap on the third: as the capacity grows the reservations bind, then the
+    // shares, then the cap.
+    let tenants = [t(250, 1, 0), t(250, 2, 0), t(0, 3, 1_000)];
+    assert_mclock("600", &tenants, 600, &[250.0, 250.0, 100.0]);
+    assert_mclock("1200", &tenants, 1_200, &[250.0, 380.0, 570.0]);
+    assert_mclock("2400", &tenants, 2_400, &[466.7, 933.3, 1_000.0]);
+}
