@@ -55,7 +55,11 @@
 //! never below the base. A clamped element leaves from the bucket it was clamped
 //! into: after the next swap that bucket is the primary's last, so it leaves after
 //! the primary's other elements and before anything in the new secondary, whatever
-//! its rank. Nothing is ever dropped by the queue; only `Full` refuses an insert.
+//! its rank. A re-rank (`set_rank`) that stays in its bucket keeps the element's
+//! place, except a rank beyond the window: that one goes through the insert's
+//! rules, so it swaps past an empty primary instead of staying ahead of elements it
+//! now ranks behind. Nothing is ever dropped by the queue; only `Full` refuses an
+//! insert.
 //!
 //! ## Costs
 //! An insert within the window: a subtraction, a shift (a division when `g` is not
@@ -463,7 +467,14 @@ impl<T> PriorityQueue<T> for Cffs<T> {
             return Err(RankError::OutOfRange);
         };
         self.slab.set_rank(idx, rank);
-        if self.list_of(place) == old {
+        // A rank beyond the window is clamped into the ring's last bucket; if the
+        // element already sat there it must still go through `enter`, which swaps
+        // past an empty primary, or it would stay ahead of elements it now ranks
+        // behind (a scheduler that only peeks and re-ranks moves the window
+        // through re-ranks alone).
+        let beyond =
+            rank >= self.base && self.gran.buckets_between(self.base, rank) >= 2 * self.n as u64;
+        if self.list_of(place) == old && !beyond {
             // Same bucket under the current range: keep the element's place.
             self.slab.set_exact(idx, self.exact(place, rank));
             return Ok(());
