@@ -435,27 +435,10 @@ impl QfqCore {
     /// passed become eligible.
     #[inline(always)]
     fn after_service(&mut self, gi: usize, old_v: u64) {
-        let shift = gi as u32;
-        let g = &mut self.groups[gi % 64];
-        let old_f = g.f;
-        let bit = 1u64 << shift;
-        if g.full == 0 {
-            self.sets[ER] &= !bit;
-            self.unblock_groups(gi, old_f);
-        } else {
-            // Slot 0 may have emptied: the window moves to the first full slot.
-            let skip = ffs(g.full);
-            if skip != 0 {
-                g.full >>= skip;
-                g.front = (g.front + skip) % SLOTS;
-                g.s = g.s.wrapping_add(u64::from(skip) << shift);
-                g.f = g.s.wrapping_add(2u64 << shift);
-                // F grew: the group may change set and unblock others.
-                self.sets[ER] &= !bit;
-                let state = self.group_state(gi);
-                self.sets[state] |= bit;
-                self.unblock_groups(gi, old_f);
-            }
+        // Slot 0 still holding flows (most services) leaves the group as it
+        // was: one test on the packet path.
+        if self.groups[gi % 64].full & 1 == 0 {
+            self.slot0_emptied(gi);
         }
 
         // Eq. (3): if nothing is eligible V jumps to the smallest start, the
@@ -468,6 +451,28 @@ impl QfqCore {
             }
             self.make_eligible(old_v, self.clock.now());
         }
+    }
+
+    /// Group `gi`'s slot 0 emptied: its window moves to its first full slot
+    /// and `F_i` grows (it may change set and unblock others), or it went idle
+    /// and leaves ER.
+    #[inline]
+    fn slot0_emptied(&mut self, gi: usize) {
+        let shift = gi as u32;
+        let g = &mut self.groups[gi % 64];
+        let old_f = g.f;
+        let bit = 1u64 << shift;
+        self.sets[ER] &= !bit;
+        if g.full != 0 {
+            let skip = ffs(g.full);
+            g.full >>= skip;
+            g.front = (g.front + skip) % SLOTS;
+            g.s = g.s.wrapping_add(u64::from(skip) << shift);
+            g.f = g.s.wrapping_add(2u64 << shift);
+            let state = self.group_state(gi);
+            self.sets[state] |= bit;
+        }
+        self.unblock_groups(gi, old_f);
     }
 
     /// `L` in virtual time: the largest increment one packet gives `V`.
