@@ -164,17 +164,13 @@ impl DropCounts {
 
 /// Packet and byte counters kept by every scheduler (and every policy-tree node).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-// NB: packet counts before byte counts. With each operation's two counters
-// adjacent, the compiler merges them into one 16-byte vector add (load, two
-// shuffles, add, store: six instructions instead of two on every enqueue and
-// every dequeue).
 pub struct Counters {
     /// Packets offered to `enqueue`, accepted or not.
     pub enqueued: u64,
-    /// Packets returned by `dequeue`.
-    pub dequeued: u64,
     /// Bytes offered to `enqueue`.
     pub enqueued_bytes: u64,
+    /// Packets returned by `dequeue`.
+    pub dequeued: u64,
     /// Bytes returned by `dequeue`.
     pub dequeued_bytes: u64,
     /// Drops by reason.
