@@ -1,0 +1,98 @@
+//! Packets through the network: enqueue at a port, transmit, arrive, forward.
+
+use super::{Sim, ACK_HASH};
+use crate::event::{Event, EventKind, EventQueue};
+use crate::packet::flags;
+use crate::port::Next;
+use crate::topology::NOT_A_HOST;
+
+impl<Q: EventQueue> Sim<'_, Q> {
+    /// Offers packet `id` to port `port`; a refused packet is freed and counted.
+    pub(super) fn forward(&mut self, id: u32, port: u32) {
+        let p = *self.pkts.get(id);
+        let ack = p.has(flags::ACK);
+        let f = &mut self.flows[p.flow as usize];
+        let policy = usize::from(self.port_policy[port as usize]);
+        let leaf = f.leaves[policy];
+        let key = u64::from(p.flow) << 1 | u64::from(ack);
+        let hop = usize::from(p.hop);
+        let cache = if ack {
+            &mut f.slots_rev[hop]
+        } else {
+            &mut f.slots_fwd[hop]
+        };
+        let port_ref = &mut self.ports[port as usize];
+        let coin = if port_ref.has_loss() {
+            rand::Rng::gen::<f64>(&mut self.rng)
+        } else {
+            1.0
+        };
+        match port_ref.enqueue(self.now, id, &mut self.pkts, leaf, key, cache, coin) {
+            Ok(()) => {
+                if !port_ref.busy {
+                    self.try_send(port);
+                }
+            }
+            Err(_) => {
+                f.drops += 1;
+                self.counters.dropped += 1;
+                self.pkts.free(id);
+            }
+        }
+    }
+
+    /// Starts the next transmission of an idle port, or arranges to be woken
+    /// when its policy releases a packet.
+    pub(super) fn try_send(&mut self, port: u32) {
+        let p = &mut self.ports[port as usize];
+        if p.busy {
+            return;
+        }
+        match p.dequeue(self.now, &mut self.pkts) {
+            Next::Send(id) => {
+                let len = self.pkts.get(id).len;
+                let (done, arrive, was_empty) = p.transmit(self.now, id, len);
+                self.push(done, Event::new(EventKind::PortFree, port, 0));
+                if was_empty {
+                    self.push(arrive, Event::new(EventKind::Arrive, port, 0));
+                }
+            }
+            Next::Idle => {}
+            Next::Wait(t) => {
+                if t < p.wake_at {
+                    p.wake_at = t;
+                    self.push(t, Event::new(EventKind::PortWake, port, 0));
+                }
+            }
+        }
+    }
+
+    /// The head packet of port `port`'s link reaches the far end.
+    pub(super) fn arrive(&mut self, port: u32) {
+        let (id, next) = self.ports[port as usize].take_arrival();
+        if let Some(t) = next {
+            self.push(t, Event::new(EventKind::Arrive, port, 0));
+        }
+        let to = self.topo.ports()[port as usize].to;
+        let p = self.pkts.get_mut(id);
+        let hop = usize::from(p.hop);
+        p.hop += 1;
+        let p = *p;
+        let f = &self.flows[p.flow as usize];
+        if f.observed != super::NOT_OBSERVED && !p.has(flags::ACK) {
+            let d = self.now.since(p.enqueued);
+            self.observed[f.observed as usize].record_hop(hop, d);
+        }
+        if self.topo.host_index(to) != NOT_A_HOST {
+            self.deliver(id);
+            return;
+        }
+        let (dst, hash) = if p.has(flags::ACK) {
+            (f.spec.src, f.hash ^ ACK_HASH)
+        } else {
+            (f.spec.dst, f.hash)
+        };
+        let out = self.routes.next_port(to, dst, hash);
+        self.forward(id, out);
+    }
+}
