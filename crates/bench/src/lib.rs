@@ -6,6 +6,7 @@
 use clap::{Args, Subcommand};
 
 mod cq;
+mod netsim;
 mod policy;
 mod pspat;
 mod queues;
@@ -44,6 +45,10 @@ pub enum BenchCommand {
     /// and hClock on bucketed queues vs binary heaps, and the cost of pacing 20,000
     /// flows with one timing-wheel shaper vs a comparison heap (Eiffel section 5.1).
     Policy(CommonOpts),
+    /// The network simulator: events per second on one core, its event list on
+    /// Eiffel's timing wheel against a binary heap, whole runs of the Eiffel
+    /// Fig. 15 fabric and the event list alone.
+    Netsim(CommonOpts),
     /// Live traffic: Mpps of 64-byte frames and CPU per frame through `eiffel shape`
     /// with a policy, against a kernel bridge with HTB on the same veth topology
     /// (needs root).
@@ -62,5 +67,6 @@ pub fn run(cmd: BenchCommand) -> Result<(), BenchError> {
         BenchCommand::Pspat(opts) => pspat::run(opts),
         BenchCommand::Policy(opts) => policy::run(&opts),
         BenchCommand::Shape(opts) => shape::run(&opts),
+        BenchCommand::Netsim(opts) => netsim::run(&opts),
     }
 }

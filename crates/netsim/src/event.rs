@@ -238,13 +238,20 @@ impl EventQueue for WheelQueue {
 
     #[inline]
     fn pop(&mut self) -> Option<(Time, Event)> {
-        let near = self.wheel.next_due();
-        let far = self.far.peek().map(|e| e.at);
-        match (near, far) {
-            (Some(n), Some(f)) if f <= n => self.far.pop().map(|e| (Time(e.at), e.ev)),
-            (Some(n), _) => self.wheel.pop_due(n).map(|(t, ev)| (Time(t), ev)),
-            (None, Some(_)) => self.far.pop().map(|e| (Time(e.at), e.ev)),
-            (None, None) => None,
+        // The wheel's earliest event wins if it is strictly before the heap's
+        // (ties go to the heap: see the module documentation). `pop_due` with
+        // that limit finds and pops it in one pass; it moves the wheel's cursor
+        // at most to the time of the event it returns, or to the limit, which
+        // is before the heap's event that is returned instead.
+        let limit = match self.far.peek() {
+            _ if self.wheel.is_empty() => return self.far.pop().map(|e| (Time(e.at), e.ev)),
+            Some(e) if e.at == 0 => return self.far.pop().map(|e| (Time(e.at), e.ev)),
+            Some(e) => e.at - 1,
+            None => u64::MAX,
+        };
+        match self.wheel.pop_due(limit) {
+            Some((t, ev)) => Some((Time(t), ev)),
+            None => self.far.pop().map(|e| (Time(e.at), e.ev)),
         }
     }
 

@@ -3,12 +3,17 @@
 
 pub mod cdf;
 pub mod event;
+pub mod histogram;
 pub mod packet;
+pub mod plot;
 pub mod port;
+pub mod report;
 pub mod routing;
+pub mod scenario;
 pub mod setup;
 pub mod sim;
 pub mod slots;
+pub mod sweep;
 pub mod time;
 pub mod topology;
 pub mod transport;

@@ -26,6 +26,8 @@ pub mod flags {
     /// Dropped by a pFabric port while queued; discarded when the port's policy
     /// reaches it, without using the link.
     pub const DEAD: u8 = 1 << 5;
+    /// Its flow's delays are recorded hop by hop.
+    pub const OBSERVED: u8 = 1 << 6;
 }
 
 /// One packet: header fields the transports and ports read.
@@ -51,6 +53,8 @@ pub struct Pkt {
     /// While queued at a pFabric port: its index in the port's list of live
     /// packets.
     pub qpos: u32,
+    /// Host number the packet is going to.
+    pub dst: u32,
     /// Bytes on the wire.
     pub len: u16,
     /// Ports crossed so far.

@@ -40,8 +40,8 @@
 use std::collections::VecDeque;
 
 use eiffel_sched::{DropReason, Packet, PolicyTree, Scheduler, NO_DEADLINE};
-use hdrhistogram::Histogram;
 
+use crate::histogram::LogHistogram;
 use crate::packet::{flags, PacketStore, NO_SLACK};
 use crate::slots::SlotTable;
 use crate::time::{Delay, Rate, Time};
@@ -153,8 +153,12 @@ pub struct PortStats {
     pub marked: u64,
     /// Largest live queue in bytes.
     pub max_queue_bytes: u64,
-    /// Queueing delay (arrival to start of transmission) of sent packets, ns.
-    pub sojourn: Histogram<u64>,
+    /// Queueing delay (arrival to start of transmission) of sent packets, ns:
+    /// recorded only at ports whose queues are sampled (a histogram per port
+    /// would be a cache miss per packet).
+    pub sojourn: Option<Box<LogHistogram>>,
+    /// Largest queueing delay, ns.
+    pub max_sojourn: u64,
     /// Sum of queueing delays, ns (for the exact mean).
     pub sojourn_sum: u128,
     /// Queue samples `(time, live bytes)` when this port is recorded.
@@ -172,8 +176,8 @@ impl PortStats {
             discarded: 0,
             marked: 0,
             max_queue_bytes: 0,
-            sojourn: Histogram::new_with_bounds(1, 100_000_000_000, 2)
-                .expect("valid histogram bounds"),
+            sojourn: None,
+            max_sojourn: 0,
             sojourn_sum: 0,
             samples: Vec::new(),
         }
@@ -444,7 +448,10 @@ impl Port {
             self.stats.sent += 1;
             self.stats.sent_bytes += len;
             self.stats.sojourn_sum += u128::from(waited);
-            self.stats.sojourn.saturating_record(waited.max(1));
+            self.stats.max_sojourn = self.stats.max_sojourn.max(waited);
+            if let Some(h) = &mut self.stats.sojourn {
+                h.record(waited);
+            }
             return Next::Send(id);
         }
     }
@@ -492,8 +499,12 @@ impl Port {
         self.pipe.len()
     }
 
-    /// Records a queue sample.
+    /// Records a queue sample (and, from the first one on, every queueing
+    /// delay in a histogram).
     pub fn sample(&mut self, now: Time) {
+        if self.stats.sojourn.is_none() {
+            self.stats.sojourn = Some(Box::default());
+        }
         self.stats.samples.push((now, self.queued_bytes));
     }
 

@@ -4,9 +4,10 @@
 //! port runs, the policy every host NIC runs, buffer sizes, the drop rule and
 //! the ECN threshold. Each port gets its own [`PolicyTree`] built from the
 //! policy's specification, with the tree's packet capacity set from the port's
-//! buffer (`buffer / 40 B`, the smallest packet; doubled for pFabric ports,
-//! whose victims stay in the tree until reached) so that the byte buffer, not
-//! the tree, is what fills. A policy's rules classify each flow once per
+//! buffer (`buffer / 375 B`, four packets per full frame's worth of bytes;
+//! doubled for pFabric ports, whose victims stay in the tree until reached) so
+//! that the byte buffer, not the tree, is what fills (a tree that does fill
+//! first refuses with `queue_full`, counted like every drop). A policy's rules classify each flow once per
 //! policy, by the flow's index and class.
 //!
 //! This module and [`crate::scenario`] are the only users of `eiffel-policy`.
@@ -25,8 +26,13 @@ use crate::topology::{Topology, NOT_A_HOST};
 use crate::transport::ACK_LEN;
 use crate::workload::Workload;
 
-/// Bytes of the smallest packet: what a byte buffer can hold the most of.
+/// Bytes of the smallest packet: what a link's pipe can hold the most of.
 const MIN_PACKET: u64 = ACK_LEN as u64;
+
+/// Bytes per packet slot of a port's tree: a quarter of a full frame, so a
+/// buffer can hold four times as many packets as full frames (a mix of data
+/// and acknowledgements) before the tree itself refuses one (`queue_full`).
+const SLOT_BYTES: u64 = 375;
 
 /// One scheme of a comparison.
 #[derive(Clone, Debug)]
@@ -65,7 +71,7 @@ fn buffer_of(topo: &Topology, scheme: &Scheme, port: u32) -> (u64, u32, bool) {
     } else {
         scheme.buffer
     });
-    let mut cap = buffer.div_ceil(MIN_PACKET).max(4);
+    let mut cap = buffer.div_ceil(SLOT_BYTES).max(4);
     if scheme.drop == DropPolicy::LowestPriority {
         cap *= 2;
     }

@@ -131,6 +131,8 @@ pub struct Topology {
     ports: Vec<PortSpec>,
     hosts: Vec<u32>,
     host_index: Vec<u32>,
+    /// NIC port of each host (looked up for every packet a host sends).
+    host_ports: Vec<u32>,
 }
 
 /// Marks a node that is not a host in [`Topology::host_index`].
@@ -233,11 +235,16 @@ impl TopologyBuilder {
         if hosts.len() < 2 {
             return Err(TopologyError::TooFewHosts(hosts.len()));
         }
+        let host_ports = hosts
+            .iter()
+            .map(|&h| self.nodes[h as usize].ports[0])
+            .collect();
         let topo = Topology {
             nodes: self.nodes,
             ports: self.ports,
             hosts,
             host_index,
+            host_ports,
         };
         topo.check_connected()?;
         Ok(topo)
@@ -271,8 +278,9 @@ impl Topology {
 
     /// The NIC port of host number `h`.
     #[must_use]
+    #[inline]
     pub fn host_port(&self, h: u32) -> u32 {
-        self.nodes[self.hosts[h as usize] as usize].ports[0]
+        self.host_ports[h as usize]
     }
 
     /// The node called `name`.

@@ -169,8 +169,10 @@ pub enum Traffic {
         stop: Option<Time>,
         /// Transport.
         transport: FlowTransport,
-        /// Class the policies' rules see.
+        /// Class the policies' rules see (of the first flow).
         class: u32,
+        /// Flow `i` of `count` has class `class + i * class_step`.
+        class_step: u32,
         /// Record per-packet delays (datagram flows).
         observe: bool,
     },
@@ -501,11 +503,13 @@ pub fn generate(traffic: &[Traffic], topo: &Topology, load: f64, seed: u64, end:
                 stop,
                 transport,
                 class,
+                class_step,
                 observe,
                 ..
             } => {
-                for _ in 0..*count {
-                    let mut f = g.flow(*src, *dst, *size, *start, *class, t);
+                for i in 0..*count {
+                    let c = class.saturating_add(i.saturating_mul(*class_step));
+                    let mut f = g.flow(*src, *dst, *size, *start, c, t);
                     f.stop = stop.unwrap_or(end);
                     f.transport = *transport;
                     f.observe = *observe;

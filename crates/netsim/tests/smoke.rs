@@ -29,6 +29,7 @@ fn two_tcp_flows_share_a_dumbbell() {
             stop: None,
             transport: FlowTransport::Scheme,
             class: 0,
+            class_step: 0,
             observe: false,
         })
         .collect();

@@ -70,6 +70,9 @@ impl<Q: EventQueue> Sim<'_, Q> {
             fl.spec.deadline.since(self.now).0
         };
         let mut fl_flags = 0;
+        if fl.observed != super::NOT_OBSERVED {
+            fl_flags |= flags::OBSERVED;
+        }
         if ect {
             fl_flags |= flags::ECT;
         }
@@ -85,6 +88,7 @@ impl<Q: EventQueue> Sim<'_, Q> {
             seq: e.seq,
             sack: 0,
             qpos: 0,
+            dst: fl.spec.dst,
             len: e.len,
             hop: 0,
             flags: fl_flags,
@@ -122,9 +126,14 @@ impl<Q: EventQueue> Sim<'_, Q> {
             seq,
             sack: 0,
             qpos: 0,
+            dst: fl.spec.dst,
             len,
             hop: 0,
-            flags: 0,
+            flags: if fl.observed == super::NOT_OBSERVED {
+                0
+            } else {
+                flags::OBSERVED
+            },
         };
         let src_host = fl.spec.src;
         if let Some(t) = next {
@@ -162,6 +171,7 @@ impl<Q: EventQueue> Sim<'_, Q> {
         a.flags = flags::ACK | if p.has(flags::CE) { flags::ECE } else { 0 };
         a.seq = ack;
         a.sack = p.seq;
+        a.dst = fl.spec.src;
         a.len = ACK_LEN;
         a.hop = 0;
         a.remaining = 0;

@@ -152,6 +152,10 @@ pub struct Sim<'a, Q: EventQueue = WheelQueue> {
     routes: &'a Routes,
     ports: Vec<Port>,
     port_policy: Vec<u8>,
+    /// Each port's far end: `(node, host number or NOT_A_HOST)`.
+    far: Vec<(u32, u32)>,
+    /// Mixed into every flow's ECMP hash.
+    salt: u64,
     pkts: PacketStore,
     flows: Vec<FlowState>,
     coflow_left: Vec<u32>,
@@ -253,6 +257,11 @@ impl<'a, Q: EventQueue> Sim<'a, Q> {
             }
         }
         let rng = SmallRng::seed_from_u64(mix64(cfg.seed ^ 0x10_55));
+        let far = topo
+            .ports()
+            .iter()
+            .map(|p| (p.to, topo.host_index(p.to)))
+            .collect();
         let unstarted = flows.len();
         Sim {
             now: Time::ZERO,
@@ -261,6 +270,8 @@ impl<'a, Q: EventQueue> Sim<'a, Q> {
             routes,
             ports,
             port_policy,
+            far,
+            salt,
             pkts: PacketStore::new(store),
             flows,
             coflow_left,
@@ -274,6 +285,12 @@ impl<'a, Q: EventQueue> Sim<'a, Q> {
             last_stop,
             counters: Counters::default(),
         }
+    }
+
+    /// A flow's ECMP hash (its data; acknowledgements mix in [`ACK_HASH`]).
+    #[inline]
+    fn flow_hash(&self, flow: u32) -> u64 {
+        mix64(self.salt ^ u64::from(flow))
     }
 
     fn push(&mut self, at: Time, ev: Event) {

@@ -73,26 +73,25 @@ impl<Q: EventQueue> Sim<'_, Q> {
         if let Some(t) = next {
             self.push(t, Event::new(EventKind::Arrive, port, 0));
         }
-        let to = self.topo.ports()[port as usize].to;
+        let (to, to_host) = self.far[port as usize];
         let p = self.pkts.get_mut(id);
         let hop = usize::from(p.hop);
         p.hop += 1;
         let p = *p;
-        let f = &self.flows[p.flow as usize];
-        if f.observed != super::NOT_OBSERVED && !p.has(flags::ACK) {
+        if p.has(flags::OBSERVED) {
             let d = self.now.since(p.enqueued);
-            self.observed[f.observed as usize].record_hop(hop, d);
+            let o = self.flows[p.flow as usize].observed;
+            self.observed[o as usize].record_hop(hop, d);
         }
-        if self.topo.host_index(to) != NOT_A_HOST {
+        if to_host != NOT_A_HOST {
             self.deliver(id);
             return;
         }
-        let (dst, hash) = if p.has(flags::ACK) {
-            (f.spec.src, f.hash ^ ACK_HASH)
-        } else {
-            (f.spec.dst, f.hash)
-        };
-        let out = self.routes.next_port(to, dst, hash);
+        let mut hash = self.flow_hash(p.flow);
+        if p.has(flags::ACK) {
+            hash ^= ACK_HASH;
+        }
+        let out = self.routes.next_port(to, p.dst, hash);
         self.forward(id, out);
     }
 }

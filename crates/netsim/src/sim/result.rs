@@ -81,8 +81,11 @@ pub struct PortResult {
     pub max_queue_bytes: u64,
     /// Mean queueing delay of sent packets, ns.
     pub mean_sojourn_ns: f64,
-    /// 99th percentile queueing delay, ns.
+    /// 99th percentile queueing delay, ns (at most 25% above; sampled ports
+    /// only, otherwise 0).
     pub p99_sojourn_ns: u64,
+    /// Largest queueing delay, ns.
+    pub max_sojourn_ns: u64,
     /// Queue samples `(time, bytes)`.
     pub samples: Vec<(Time, u64)>,
     /// Approximate-queue lookups and misses in the port's policy (Eiffel Fig. 14).
@@ -324,11 +327,8 @@ fn port_result(name: String, p: &crate::port::Port) -> PortResult {
         } else {
             0.0
         },
-        p99_sojourn_ns: if s.sent > 0 {
-            s.sojourn.value_at_quantile(0.99)
-        } else {
-            0
-        },
+        p99_sojourn_ns: s.sojourn.as_ref().map_or(0, |h| h.quantile(0.99)),
+        max_sojourn_ns: s.max_sojourn,
         samples: s.samples.clone(),
         approx,
     }

@@ -1,0 +1,513 @@
+//! The `[[traffic]]` sections.
+//!
+//! | kind | keys |
+//! |---|---|
+//! | `poisson` | `sizes`, `flows` (count; without it, until the counted traffics' last arrival or `duration`), `share` (of the load, default 1), `hosts` (`"all"` or names), `class` |
+//! | `coflows` | `sizes` (per sub-flow), `width` (mean sub-flows), `coflows` (count), `share`, `hosts`, `class`, `deadline` (packets carry the slack to the coflow's deadline) |
+//! | `incast` | `senders` (names), `receiver`, `size` (per sender), `start`, `rounds`, `interval`, `class` |
+//! | `flows` | `src`, `dst`, `count`, `size` (a size or `"inf"`), `start`, `stop`, `transport` (`scheme`, `udp-cbr`, `udp-onoff`), `rate`, `packet`, `on`, `off`, `shape`, `class`, `class_step` (flow `i` of `count` gets `class + i * class_step`), `observe` (record delays) |
+//!
+//! `sizes` is `"web-search"`, `"data-mining"`, a distribution file (see
+//! [`crate::cdf`]), one size (`"100KB"`) or a uniform range (`["1KB", "10KB"]`).
+
+use std::sync::Arc;
+
+use eiffel_policy::units::{self, SizeUnit};
+use eiffel_policy::PolicyError;
+use toml::Spanned;
+
+use super::file::TrafficFile;
+use super::Ctx;
+use crate::cdf::Cdf;
+use crate::time::{Delay, Rate, Time};
+use crate::topology::Topology;
+use crate::transport::udp::UdpPattern;
+use crate::workload::{FlowTransport, HostSet, Sizes, Traffic};
+
+/// Keys each kind accepts, besides `name`, `kind` and `class`.
+const KEYS: [(&str, &[&str]); 4] = [
+    ("poisson", &["sizes", "flows", "share", "hosts"]),
+    (
+        "coflows",
+        &["sizes", "width", "coflows", "share", "hosts", "deadline"],
+    ),
+    (
+        "incast",
+        &["senders", "receiver", "size", "start", "rounds", "interval"],
+    ),
+    (
+        "flows",
+        &[
+            "src",
+            "dst",
+            "count",
+            "size",
+            "start",
+            "stop",
+            "transport",
+            "rate",
+            "packet",
+            "on",
+            "off",
+            "shape",
+            "class_step",
+            "observe",
+        ],
+    ),
+];
+
+fn set_keys(t: &TrafficFile) -> Vec<(&'static str, usize)> {
+    macro_rules! keys {
+        ($($k:ident),*) => {{
+            let mut v = Vec::new();
+            $(if let Some(x) = &t.$k { v.push((stringify!($k), x.span().start)); })*
+            v
+        }};
+    }
+    keys!(
+        sizes, share, hosts, flows, coflows, width, deadline, senders, receiver, rounds, interval,
+        src, dst, count, size, start, stop, transport, rate, packet, on, off, shape, class_step,
+        observe
+    )
+}
+
+fn host(
+    ctx: &Ctx<'_>,
+    topo: &Topology,
+    v: &Spanned<String>,
+    key: &str,
+) -> Result<u32, PolicyError> {
+    topo.find_host(v.get_ref()).map_or_else(
+        || {
+            let why = if topo.find(v.get_ref()).is_some() {
+                "is a switch, not a host"
+            } else {
+                "is not a host of the topology"
+            };
+            ctx.err(v.span(), key, format!("`{}` {why}", v.get_ref()))
+        },
+        Ok,
+    )
+}
+
+fn sizes(ctx: &Ctx<'_>, v: &Spanned<toml::Value>, key: &str) -> Result<Sizes, PolicyError> {
+    let one = |s: &str| units::parse::<SizeUnit>(s).map(|q| q.get());
+    match v.get_ref() {
+        toml::Value::String(s) => match s.as_str() {
+            "web-search" => Ok(Sizes::Cdf(Arc::new(Cdf::web_search()))),
+            "data-mining" => Ok(Sizes::Cdf(Arc::new(Cdf::data_mining()))),
+            other => {
+                if let Ok(b) = one(other) {
+                    if b == 0 {
+                        return ctx.err(v.span(), key, "a flow size is at least 1 byte");
+                    }
+                    return Ok(Sizes::Fixed(b));
+                }
+                let path = ctx.path(other);
+                let text = std::fs::read_to_string(&path).map_err(|e| {
+                    ctx.index.error(
+                        v.span().start,
+                        key,
+                        format!(
+                            "`{other}` is not web-search, data-mining or a size, and {} cannot be read: {e}",
+                            path.display()
+                        ),
+                    )
+                })?;
+                let cdf = Cdf::parse(&text)
+                    .map_err(|e| ctx.index.error(v.span().start, key, format!("{}: {e}", path.display())))?;
+                Ok(Sizes::Cdf(Arc::new(cdf)))
+            }
+        },
+        toml::Value::Array(a) if a.len() == 2 => {
+            let get = |x: &toml::Value| x.as_str().ok_or_else(|| "sizes are strings with units".to_string()).and_then(one);
+            match (get(&a[0]), get(&a[1])) {
+                (Ok(lo), Ok(hi)) if lo >= 1 && lo <= hi => Ok(Sizes::Uniform(lo, hi)),
+                (Ok(_), Ok(_)) => ctx.err(v.span(), key, "a range [\"min\", \"max\"] with 1 B <= min <= max"),
+                (Err(e), _) | (_, Err(e)) => ctx.err(v.span(), key, e),
+            }
+        }
+        _ => ctx.err(
+            v.span(),
+            key,
+            "sizes: \"web-search\", \"data-mining\", a distribution file, a size such as \"100KB\", or [\"min\", \"max\"]",
+        ),
+    }
+}
+
+fn hosts(
+    ctx: &Ctx<'_>,
+    topo: &Topology,
+    v: &Option<Spanned<toml::Value>>,
+    key: &str,
+) -> Result<HostSet, PolicyError> {
+    let Some(v) = v else {
+        return Ok(HostSet::All);
+    };
+    match v.get_ref() {
+        toml::Value::String(s) if s == "all" => Ok(HostSet::All),
+        toml::Value::Array(a) => {
+            let mut out = Vec::with_capacity(a.len());
+            for x in a {
+                let Some(name) = x.as_str() else {
+                    return ctx.err(v.span(), key, "host names are strings");
+                };
+                out.push(host(
+                    ctx,
+                    topo,
+                    &Spanned::new(v.span(), name.to_string()),
+                    key,
+                )?);
+            }
+            if out.len() < 2 {
+                return ctx.err(v.span(), key, "random traffic needs at least two hosts");
+            }
+            Ok(HostSet::List(out))
+        }
+        _ => ctx.err(v.span(), key, "`\"all\"` or a list of host names"),
+    }
+}
+
+fn share(ctx: &Ctx<'_>, v: &Option<Spanned<f64>>, key: &str) -> Result<f64, PolicyError> {
+    match v {
+        None => Ok(1.0),
+        Some(s) if *s.get_ref() > 0.0 && *s.get_ref() <= 1.0 => Ok(*s.get_ref()),
+        Some(s) => ctx.err(s.span(), key, "a share of the load in (0, 1]"),
+    }
+}
+
+fn need<'a, T>(
+    ctx: &Ctx<'_>,
+    v: &'a Option<Spanned<T>>,
+    at: &Spanned<String>,
+    key: &str,
+    kind: &str,
+) -> Result<&'a Spanned<T>, PolicyError> {
+    v.as_ref().map_or_else(
+        || {
+            ctx.err(
+                at.span(),
+                key,
+                format!(
+                    "`{kind}` traffic needs `{}`",
+                    key.rsplit('.').next().unwrap_or(key)
+                ),
+            )
+        },
+        Ok,
+    )
+}
+
+/// Builds every traffic section.
+pub(super) fn build(
+    ctx: &Ctx<'_>,
+    list: &[Spanned<TrafficFile>],
+    topo: &Topology,
+) -> Result<Vec<Traffic>, PolicyError> {
+    let mut out = Vec::with_capacity(list.len());
+    for (i, t) in list.iter().enumerate() {
+        let t = t.get_ref();
+        let key = |k: &str| format!("traffic[{i}].{k}");
+        if let Some(j) = list[..i]
+            .iter()
+            .position(|u| u.get_ref().name.get_ref() == t.name.get_ref())
+        {
+            return ctx.err(
+                t.name.span(),
+                &key("name"),
+                format!("duplicate traffic name (also traffic[{j}])"),
+            );
+        }
+        let kind = t.kind.get_ref().as_str();
+        let Some(&(_, allowed)) = KEYS.iter().find(|(k, _)| *k == kind) else {
+            return ctx.err(
+                t.kind.span(),
+                &key("kind"),
+                format!(
+                    "unknown traffic kind `{kind}` (expected poisson, coflows, incast or flows)"
+                ),
+            );
+        };
+        if let Some((k, at)) = set_keys(t).into_iter().find(|(k, _)| !allowed.contains(k)) {
+            return ctx.err(
+                at..at,
+                &key(k),
+                format!("`{k}` does not apply to `{kind}` traffic"),
+            );
+        }
+        let class = match &t.class {
+            Some(c) => ctx.int(c, &key("class"), 0, i64::from(u32::MAX))? as u32,
+            None => 0,
+        };
+        let name = t.name.get_ref().clone();
+        let count = |v: &Option<Spanned<i64>>, k: &str| -> Result<Option<u32>, PolicyError> {
+            v.as_ref()
+                .map(|n| ctx.int(n, &key(k), 1, 1 << 28).map(|n| n as u32))
+                .transpose()
+        };
+        let traffic = match kind {
+            "poisson" => Traffic::Poisson {
+                name,
+                sizes: sizes(
+                    ctx,
+                    need(ctx, &t.sizes, &t.kind, &key("sizes"), kind)?,
+                    &key("sizes"),
+                )?,
+                share: share(ctx, &t.share, &key("share"))?,
+                hosts: hosts(ctx, topo, &t.hosts, &key("hosts"))?,
+                flows: count(&t.flows, "flows")?,
+                class,
+            },
+            "coflows" => Traffic::Coflows {
+                name,
+                sizes: sizes(
+                    ctx,
+                    need(ctx, &t.sizes, &t.kind, &key("sizes"), kind)?,
+                    &key("sizes"),
+                )?,
+                width: count(&t.width, "width")?.unwrap_or(10),
+                share: share(ctx, &t.share, &key("share"))?,
+                hosts: hosts(ctx, topo, &t.hosts, &key("hosts"))?,
+                coflows: count(&t.coflows, "coflows")?,
+                class,
+                deadline: t.deadline.as_ref().is_some_and(|d| *d.get_ref()),
+            },
+            "incast" => incast(ctx, t, topo, i, class)?,
+            _ => flows(ctx, t, topo, i, class)?,
+        };
+        out.push(traffic);
+    }
+    Ok(out)
+}
+
+fn size_of(
+    ctx: &Ctx<'_>,
+    v: &Spanned<String>,
+    key: &str,
+    long_ok: bool,
+) -> Result<u64, PolicyError> {
+    if long_ok && (v.get_ref() == "inf" || v.get_ref() == "long-lived") {
+        return Ok(u64::MAX);
+    }
+    match units::parse::<SizeUnit>(v.get_ref()) {
+        Ok(q) if q.get() >= 1 => Ok(q.get()),
+        Ok(_) => ctx.err(v.span(), key, "a flow size is at least 1 byte"),
+        Err(e) => ctx.err(
+            v.span(),
+            key,
+            if long_ok {
+                format!("{e}; or \"inf\" for a long-lived flow")
+            } else {
+                e
+            },
+        ),
+    }
+}
+
+fn incast(
+    ctx: &Ctx<'_>,
+    t: &TrafficFile,
+    topo: &Topology,
+    i: usize,
+    class: u32,
+) -> Result<Traffic, PolicyError> {
+    let key = |k: &str| format!("traffic[{i}].{k}");
+    let senders = need(ctx, &t.senders, &t.kind, &key("senders"), "incast")?;
+    let mut list = Vec::new();
+    for s in senders.get_ref() {
+        list.push(host(
+            ctx,
+            topo,
+            &Spanned::new(senders.span(), s.clone()),
+            &key("senders"),
+        )?);
+    }
+    let receiver = host(
+        ctx,
+        topo,
+        need(ctx, &t.receiver, &t.kind, &key("receiver"), "incast")?,
+        &key("receiver"),
+    )?;
+    if list.contains(&receiver) {
+        return ctx.err(
+            senders.span(),
+            &key("senders"),
+            "the receiver cannot also send to itself",
+        );
+    }
+    let size = size_of(
+        ctx,
+        need(ctx, &t.size, &t.kind, &key("size"), "incast")?,
+        &key("size"),
+        false,
+    )?;
+    Ok(Traffic::Incast {
+        name: t.name.get_ref().clone(),
+        senders: list,
+        receiver,
+        size,
+        start: Time(t.start.as_ref().map_or(0, |s| s.get_ref().get())),
+        rounds: t
+            .rounds
+            .as_ref()
+            .map(|r| ctx.int(r, &key("rounds"), 1, 1 << 20))
+            .transpose()?
+            .unwrap_or(1) as u32,
+        interval: Delay(t.interval.as_ref().map_or(1_000_000, |s| s.get_ref().get())),
+        class,
+    })
+}
+
+fn flows(
+    ctx: &Ctx<'_>,
+    t: &TrafficFile,
+    topo: &Topology,
+    i: usize,
+    class: u32,
+) -> Result<Traffic, PolicyError> {
+    let key = |k: &str| format!("traffic[{i}].{k}");
+    let src = host(
+        ctx,
+        topo,
+        need(ctx, &t.src, &t.kind, &key("src"), "flows")?,
+        &key("src"),
+    )?;
+    let dst_v = need(ctx, &t.dst, &t.kind, &key("dst"), "flows")?;
+    let dst = host(ctx, topo, dst_v, &key("dst"))?;
+    if src == dst {
+        return ctx.err(
+            dst_v.span(),
+            &key("dst"),
+            "a flow from a host to itself never enters the network",
+        );
+    }
+    let transport = t
+        .transport
+        .as_ref()
+        .map_or("scheme", |s| s.get_ref().as_str());
+    let udp_only = [("rate", t.rate.is_some()), ("packet", t.packet.is_some())];
+    let onoff_only = [
+        ("on", t.on.is_some()),
+        ("off", t.off.is_some()),
+        ("shape", t.shape.is_some()),
+    ];
+    let transport = match transport {
+        "scheme" => {
+            if let Some((k, _)) = udp_only.iter().chain(&onoff_only).find(|(_, p)| *p) {
+                return ctx.err(
+                    t.kind.span(),
+                    &key(k),
+                    format!("`{k}` applies to udp-cbr and udp-onoff flows"),
+                );
+            }
+            FlowTransport::Scheme
+        }
+        "udp-cbr" | "udp-onoff" => {
+            let rate = need(ctx, &t.rate, &t.kind, &key("rate"), transport)?;
+            if rate.get_ref().get() == 0 {
+                return ctx.err(rate.span(), &key("rate"), "the rate must be positive");
+            }
+            let len = t.packet.as_ref().map_or(Ok(1500), |p| {
+                let b = p.get_ref().get();
+                if (40..=9000).contains(&b) {
+                    Ok(b as u16)
+                } else {
+                    ctx.err(p.span(), &key("packet"), "a packet of 40 B to 9000 B")
+                }
+            })?;
+            let pattern = if transport == "udp-cbr" {
+                if let Some((k, _)) = onoff_only.iter().find(|(_, p)| *p) {
+                    return ctx.err(
+                        t.kind.span(),
+                        &key(k),
+                        format!("`{k}` applies to udp-onoff flows"),
+                    );
+                }
+                UdpPattern::Cbr
+            } else {
+                let on = need(ctx, &t.on, &t.kind, &key("on"), transport)?;
+                let off = need(ctx, &t.off, &t.kind, &key("off"), transport)?;
+                let shape = match &t.shape {
+                    Some(s) if *s.get_ref() > 1.0 && s.get_ref().is_finite() => *s.get_ref(),
+                    Some(s) => {
+                        return ctx.err(
+                            s.span(),
+                            &key("shape"),
+                            "the Pareto shape must be above 1 (for a finite mean)",
+                        )
+                    }
+                    None => 1.5,
+                };
+                if on.get_ref().get() == 0 || off.get_ref().get() == 0 {
+                    return ctx.err(on.span(), &key("on"), "on and off periods must be positive");
+                }
+                UdpPattern::OnOff {
+                    on: Delay(on.get_ref().get()),
+                    off: Delay(off.get_ref().get()),
+                    shape,
+                }
+            };
+            FlowTransport::Udp {
+                rate: Rate(rate.get_ref().get()),
+                len,
+                pattern,
+            }
+        }
+        other => {
+            let at = t.transport.as_ref().map_or(t.kind.span(), Spanned::span);
+            return ctx.err(
+                at,
+                &key("transport"),
+                format!("unknown transport `{other}` (expected scheme, udp-cbr or udp-onoff)"),
+            );
+        }
+    };
+    let size = match &t.size {
+        Some(s) => size_of(ctx, s, &key("size"), true)?,
+        None if matches!(transport, FlowTransport::Udp { .. }) => u64::MAX,
+        None => {
+            return ctx.err(
+                t.kind.span(),
+                &key("size"),
+                "scheme flows need a `size` (or \"inf\")",
+            )
+        }
+    };
+    if size != u64::MAX && matches!(transport, FlowTransport::Udp { .. }) {
+        return ctx.err(
+            t.size.as_ref().map_or(t.kind.span(), Spanned::span),
+            &key("size"),
+            "datagram flows run from `start` to `stop`: no size",
+        );
+    }
+    if let (Some(st), FlowTransport::Scheme) = (&t.stop, transport) {
+        return ctx.err(
+            st.span(),
+            &key("stop"),
+            "`stop` applies to datagram flows; long-lived flows run to the end",
+        );
+    }
+    Ok(Traffic::Flows {
+        name: t.name.get_ref().clone(),
+        src,
+        dst,
+        count: t
+            .count
+            .as_ref()
+            .map(|c| ctx.int(c, &key("count"), 1, 1 << 20))
+            .transpose()?
+            .unwrap_or(1) as u32,
+        size,
+        start: Time(t.start.as_ref().map_or(0, |s| s.get_ref().get())),
+        stop: t.stop.as_ref().map(|s| Time(s.get_ref().get())),
+        transport,
+        class,
+        class_step: t
+            .class_step
+            .as_ref()
+            .map(|c| ctx.int(c, &key("class_step"), 0, 1 << 16))
+            .transpose()?
+            .unwrap_or(0) as u32,
+        observe: t.observe.as_ref().is_some_and(|o| *o.get_ref()),
+    })
+}
