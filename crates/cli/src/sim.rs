@@ -275,11 +275,11 @@ pub fn render(r: &SimReport) -> String {
         "evicted",
         "ECN marks",
         "timeouts",
-        "approx misses",
+        "inversions",
     ]);
     for x in &r.runs {
-        let approx = if x.approx_lookups > 0 {
-            format!("{}/{}", x.approx_misses, x.approx_lookups)
+        let approx = if x.order_checked > 0 {
+            format!("{}/{}", x.inversions, x.order_checked)
         } else {
             "-".into()
         };

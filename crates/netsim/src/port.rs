@@ -36,12 +36,21 @@
 //! ## Per-flow leaves
 //! A port whose policy has per-flow leaves maps simulated flows to its own flow
 //! slots ([`SlotTable`]).
+//!
+//! ## Priority inversions (pFabric ports)
+//! At a pFabric port every dequeue is checked against the exact rule: the flow
+//! served should hold the live packet with the fewest bytes remaining, to within
+//! the policy's rank granularity. A dequeue from a flow whose smallest remaining
+//! size lies in a higher bucket than the port's smallest is counted in
+//! [`PortStats::inversions`]: zero for an exact queue, the approximate queue's
+//! error (Eiffel Fig. 14) seen by the network otherwise.
 
 use std::collections::VecDeque;
 
 use eiffel_sched::{DropReason, Packet, PolicyTree, Scheduler, NO_DEADLINE};
 
 use crate::histogram::LogHistogram;
+use crate::live::LiveSet;
 use crate::packet::{flags, PacketStore, NO_SLACK};
 use crate::slots::SlotTable;
 use crate::time::{Delay, Rate, Time};
@@ -161,6 +170,11 @@ pub struct PortStats {
     pub max_sojourn: u64,
     /// Sum of queueing delays, ns (for the exact mean).
     pub sojourn_sum: u128,
+    /// pFabric ports: dequeues checked against the exact order.
+    pub checked: u64,
+    /// pFabric ports: dequeues that served a flow ranked behind another queued
+    /// one (see the module documentation).
+    pub inversions: u64,
     /// Queue samples `(time, live bytes)` when this port is recorded.
     pub samples: Vec<(Time, u64)>,
 }
@@ -176,6 +190,8 @@ impl PortStats {
             discarded: 0,
             marked: 0,
             max_queue_bytes: 0,
+            checked: 0,
+            inversions: 0,
             sojourn: None,
             max_sojourn: 0,
             sojourn_sum: 0,
@@ -218,18 +234,16 @@ pub struct Port {
     /// Time of the pending `PortWake` event, or [`Time::NEVER`].
     pub wake_at: Time,
     tree: PolicyTree,
+    /// Ranks per bucket of the tree's first ranked queue (pFabric's check).
+    granularity: u64,
     slots: Option<SlotTable>,
-    /// Live queued packets (pFabric ports only), for finding the victim.
-    live: Vec<u32>,
+    /// Live queued packets by rank (pFabric ports only): the victim and the
+    /// exact order's choice.
+    live: LiveSet,
     /// Packets on the link: arrival time at the far end and packet id.
     pipe: VecDeque<(Time, u32)>,
     /// Counters.
     pub stats: PortStats,
-}
-
-/// Where a packet sits in a port's `live` list (pFabric ports).
-fn live_pos(pkts: &PacketStore, id: u32) -> usize {
-    pkts.get(id).qpos as usize
 }
 
 impl Port {
@@ -243,7 +257,14 @@ impl Port {
         } else {
             0
         };
+        let granularity = tree
+            .nodes()
+            .flat_map(|n| n.queues.into_iter().map(|q| q.config.granularity))
+            .next()
+            .unwrap_or(1)
+            .max(1);
         Port {
+            granularity,
             rate: cfg.rate,
             delay: cfg.delay,
             buffer: cfg.buffer,
@@ -256,7 +277,7 @@ impl Port {
             wake_at: Time::NEVER,
             tree,
             slots: (flow_slots > 0).then(|| SlotTable::new(flow_slots)),
-            live: Vec::with_capacity(live_cap),
+            live: LiveSet::with_capacity(live_cap),
             pipe: VecDeque::with_capacity(pipe),
             stats: PortStats::new(),
         }
@@ -364,8 +385,7 @@ impl Port {
         let q = pkts.get_mut(id);
         q.enqueued = now;
         if self.drop == DropPolicy::LowestPriority {
-            q.qpos = self.live.len() as u32;
-            self.live.push(id);
+            q.qpos = self.live.insert(q.remaining, id);
         }
         self.queued_bytes += len;
         self.queued += 1;
@@ -383,19 +403,11 @@ impl Port {
     /// needed) if the arriving packet is itself the lowest priority.
     fn make_room(&mut self, pkts: &mut PacketStore, remaining: u64, len: u64) -> bool {
         while self.queued_bytes + len > self.buffer {
-            let worst = self
-                .live
-                .iter()
-                .enumerate()
-                .max_by_key(|&(i, &id)| (pkts.get(id).remaining, std::cmp::Reverse(i)))
-                .map(|(i, &id)| (i, id));
-            let Some((i, victim)) = worst else {
-                return false;
-            };
-            if pkts.get(victim).remaining <= remaining {
-                return false;
+            match self.live.last() {
+                Some((r, _)) if r > remaining => {}
+                _ => return false,
             }
-            self.remove_live(pkts, i);
+            let victim = self.live.pop_last().expect("checked non-empty");
             let v = pkts.get_mut(victim);
             v.flags |= flags::DEAD;
             self.queued_bytes -= u64::from(v.len);
@@ -405,10 +417,26 @@ impl Port {
         true
     }
 
-    fn remove_live(&mut self, pkts: &mut PacketStore, i: usize) {
-        self.live.swap_remove(i);
-        if let Some(&moved) = self.live.get(i) {
-            pkts.get_mut(moved).qpos = i as u32;
+    /// Counts a priority inversion if flow slot `slot`, which the policy just
+    /// served (packet `id`), is ranked behind another live flow.
+    fn check_order(&mut self, pkts: &PacketStore, id: u32) {
+        self.stats.checked += 1;
+        let p = pkts.get(id);
+        let g = self.granularity;
+        let best = self.live.first_rank().unwrap_or(u64::MAX) / g;
+        if p.remaining / g <= best {
+            return;
+        }
+        // The packet sent is not itself in the best bucket: its flow must have
+        // a queued packet there (pFabric sends a flow's earliest packet, which
+        // has the most bytes remaining).
+        let (flow, ack) = (p.flow, p.has(flags::ACK));
+        let served_best = self.live.iter().take_while(|&(r, _)| r / g == best).any(|(_, q)| {
+            let q = pkts.get(q);
+            q.flow == flow && q.has(flags::ACK) == ack
+        });
+        if !served_best {
+            self.stats.inversions += 1;
         }
     }
 
@@ -433,9 +461,9 @@ impl Port {
                 continue;
             }
             if self.drop == DropPolicy::LowestPriority {
-                let i = live_pos(pkts, id);
-                debug_assert_eq!(self.live[i], id, "live list out of step");
-                self.remove_live(pkts, i);
+                self.check_order(pkts, id);
+                let p = pkts.get(id);
+                self.live.remove(p.remaining, p.qpos);
             }
             let p = pkts.get_mut(id);
             let len = u64::from(p.len);

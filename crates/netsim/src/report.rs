@@ -138,10 +138,11 @@ pub struct RunRow {
     pub retransmits: u64,
     /// Most packets held at once.
     pub peak_packets: usize,
-    /// Approximate-queue lookups and misses over every port (Eiffel Fig. 14).
-    pub approx_lookups: u64,
-    /// Approximate-queue lookups whose estimate missed.
-    pub approx_misses: u64,
+    /// pFabric ports: dequeues checked against the exact order.
+    pub order_checked: u64,
+    /// pFabric ports: dequeues that served a flow ranked behind another queued
+    /// one (an approximate queue's error, seen by the network).
+    pub inversions: u64,
 }
 
 /// One of the busiest ports of a run.
@@ -402,8 +403,8 @@ fn per_run(scenario: &Scenario, k: &RunKey, w: &Workload, r: &RunResult, out: &m
         timeouts: r.flows.iter().map(|f| u64::from(f.timeouts)).sum(),
         retransmits: r.flows.iter().map(|f| u64::from(f.retransmits)).sum(),
         peak_packets: r.peak_packets,
-        approx_lookups: sum(|p| p.approx.0),
-        approx_misses: sum(|p| p.approx.1),
+        order_checked: sum(|p| p.order.0),
+        inversions: sum(|p| p.order.1),
     });
     for o in &r.observed {
         out.delays.push(DelayRow {

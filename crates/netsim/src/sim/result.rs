@@ -88,8 +88,9 @@ pub struct PortResult {
     pub max_sojourn_ns: u64,
     /// Queue samples `(time, bytes)`.
     pub samples: Vec<(Time, u64)>,
-    /// Approximate-queue lookups and misses in the port's policy (Eiffel Fig. 14).
-    pub approx: (u64, u64),
+    /// pFabric ports: dequeues checked against the exact order, and those that
+    /// served a flow ranked behind another (priority inversions).
+    pub order: (u64, u64),
 }
 
 impl PortResult {
@@ -306,13 +307,6 @@ fn port_result(name: String, p: &crate::port::Port) -> PortResult {
         .filter(|&(_, &n)| n > 0)
         .map(|(i, &n)| (crate::port::PortDrop::from_index(i).name(), n))
         .collect();
-    let mut approx = (0, 0);
-    for n in p.tree().nodes() {
-        for q in &n.queue_stats {
-            approx.0 += q.approx.lookups;
-            approx.1 += q.approx.misses;
-        }
-    }
     PortResult {
         name,
         rate: p.rate(),
@@ -330,7 +324,7 @@ fn port_result(name: String, p: &crate::port::Port) -> PortResult {
         p99_sojourn_ns: s.sojourn.as_ref().map_or(0, |h| h.quantile(0.99)),
         max_sojourn_ns: s.max_sojourn,
         samples: s.samples.clone(),
-        approx,
+        order: (s.checked, s.inversions),
     }
 }
 
