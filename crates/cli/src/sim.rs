@@ -9,10 +9,10 @@ use std::time::Instant;
 
 use clap::Args;
 use eiffel_bench::report::{fmt_f, Table};
-use eiffel_netsim::report::SimReport;
+use eiffel_netsim::report::{human_bytes, SimReport};
 use eiffel_netsim::scenario::Scenario;
 use eiffel_netsim::sweep::{self, SweepOptions};
-use eiffel_policy::units::{self, fmt_size, SizeUnit};
+use eiffel_policy::units::{self, SizeUnit};
 use indicatif::{ProgressBar, ProgressStyle};
 
 /// Arguments of `eiffel sim`.
@@ -331,7 +331,7 @@ pub fn render(r: &SimReport) -> String {
             p.seed.to_string(),
             p.port.clone(),
             format!("{}%", fmt_f(p.utilization * 100.0, 1)),
-            fmt_size((p.max_queue_kb * 1e3) as u64),
+            human_bytes((p.max_queue_kb * 1e3) as u64),
             fmt_f(p.mean_queue_delay_us, 2),
             fmt_f(p.max_queue_delay_us, 2),
             drops,
@@ -357,9 +357,9 @@ pub fn render(r: &SimReport) -> String {
                 q.seed.to_string(),
                 q.port.clone(),
                 fmt_f(q.interval_us, 1),
-                fmt_size(q.mean_bytes as u64),
-                fmt_size(q.p50_bytes),
-                fmt_size(q.p99_bytes),
+                human_bytes(q.mean_bytes as u64),
+                human_bytes(q.p50_bytes),
+                human_bytes(q.p99_bytes),
                 fmt_f(q.p99_delay_us, 2),
             ]);
         }

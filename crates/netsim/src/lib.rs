@@ -4,6 +4,7 @@
 pub mod cdf;
 pub mod event;
 pub mod histogram;
+pub mod live;
 pub mod packet;
 pub mod plot;
 pub mod port;
@@ -18,4 +19,3 @@ pub mod time;
 pub mod topology;
 pub mod transport;
 pub mod workload;
-pub mod live;

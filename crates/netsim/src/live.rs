@@ -41,9 +41,13 @@ impl LiveSet {
     /// Removes the packet added with `rank` and arrival number `arrival`.
     #[inline]
     pub fn remove(&mut self, rank: u64, arrival: u32) {
-        let at = self.items.partition_point(|&(r, n, _)| (r, n) < (rank, arrival));
+        let at = self
+            .items
+            .partition_point(|&(r, n, _)| (r, n) < (rank, arrival));
         debug_assert!(
-            self.items.get(at).is_some_and(|&(r, n, _)| (r, n) == (rank, arrival)),
+            self.items
+                .get(at)
+                .is_some_and(|&(r, n, _)| (r, n) == (rank, arrival)),
             "live packet of rank {rank}, arrival {arrival} is not in the set"
         );
         self.items.remove(at);
@@ -95,7 +99,11 @@ mod tests {
         let b = s.insert(10, 2);
         let c = s.insert(50, 3);
         assert_eq!(s.first_rank(), Some(10));
-        assert_eq!(s.last(), Some((50, 3)), "the later of equal ranks is the victim");
+        assert_eq!(
+            s.last(),
+            Some((50, 3)),
+            "the later of equal ranks is the victim"
+        );
         s.remove(50, c);
         assert_eq!(s.last(), Some((50, 1)));
         s.remove(10, b);

@@ -431,10 +431,14 @@ impl Port {
         // a queued packet there (pFabric sends a flow's earliest packet, which
         // has the most bytes remaining).
         let (flow, ack) = (p.flow, p.has(flags::ACK));
-        let served_best = self.live.iter().take_while(|&(r, _)| r / g == best).any(|(_, q)| {
-            let q = pkts.get(q);
-            q.flow == flow && q.has(flags::ACK) == ack
-        });
+        let served_best = self
+            .live
+            .iter()
+            .take_while(|&(r, _)| r / g == best)
+            .any(|(_, q)| {
+                let q = pkts.get(q);
+                q.flow == flow && q.has(flags::ACK) == ack
+            });
         if !served_best {
             self.stats.inversions += 1;
         }

@@ -231,6 +231,19 @@ pub struct SimReport {
     pub panels: Vec<Panel>,
 }
 
+/// Bytes with a binary unit and one decimal (`"611.3 MiB"`), for estimates
+/// and measured queues.
+#[must_use]
+pub fn human_bytes(b: u64) -> String {
+    let x = b as f64;
+    for (unit, scale) in [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)] {
+        if b >= scale {
+            return format!("{:.1} {unit}", x / scale as f64);
+        }
+    }
+    format!("{b} B")
+}
+
 /// Nearest-rank percentile of sorted values.
 #[must_use]
 pub fn percentile(sorted: &[f64], p: f64) -> f64 {

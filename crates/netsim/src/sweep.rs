@@ -218,7 +218,7 @@ pub fn run(
     let loads = workloads(scenario);
     let (need, largest, wl) = estimate(scenario, &loads, jobs);
     if need > opts.max_memory {
-        let f = |b: u64| eiffel_policy::units::fmt_size(b);
+        let f = report::human_bytes;
         return Err(SweepError::Memory {
             need: f(need),
             jobs,

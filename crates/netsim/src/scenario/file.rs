@@ -17,13 +17,13 @@ pub(super) struct File {
     pub loads: Option<Spanned<Vec<f64>>>,
     pub duration: Option<Spanned<Time>>,
     pub drain: Option<Spanned<Time>>,
-    pub topology: Spanned<TopologyFile>,
+    pub topology: TopologyFile,
     #[serde(default)]
     pub traffic: Vec<Spanned<TrafficFile>>,
     #[serde(default)]
     pub scheme: Vec<Spanned<SchemeFile>>,
-    pub quick: Option<Spanned<QuickFile>>,
-    pub report: Option<Spanned<ReportFile>>,
+    pub quick: Option<QuickFile>,
+    pub report: Option<ReportFile>,
 }
 
 #[derive(Debug, Deserialize, Clone)]

@@ -216,8 +216,7 @@ impl Scenario {
         let f: file::File = toml::from_str(text).map_err(|e| index.toml_error(&e))?;
         let ctx = Ctx { index: &index, dir };
         let (topology, extras) = topology::build(&ctx, &f.topology)?;
-        let routes = Routes::new(&topology)
-            .map_err(|e| index.error(f.topology.span().start, "topology", e.to_string()))?;
+        let routes = Routes::new(&topology).map_err(|e| index.at_key("topology", e.to_string()))?;
         let seeds = match (&f.seed, &f.seeds) {
             (Some(s), None) => vec![ctx.int(s, "seed", 0, i64::MAX)? as u64],
             (None, Some(v)) => seeds(&ctx, v, "seeds")?,
@@ -252,7 +251,7 @@ impl Scenario {
         let schemes = scheme::build(&ctx, &f.scheme)?;
         let report = report::build(&ctx, f.report.as_ref(), &topology, &traffic)?;
         let quick = match &f.quick {
-            Some(q) => quick(&ctx, q.get_ref())?,
+            Some(q) => quick(&ctx, q)?,
             None => QuickSpec::default(),
         };
         Ok(Scenario {

@@ -18,7 +18,6 @@
 
 use eiffel_policy::units::{self, SizeUnit};
 use eiffel_policy::PolicyError;
-use toml::Spanned;
 
 use super::file::ReportFile;
 use super::Ctx;
@@ -185,7 +184,7 @@ fn human(b: u64) -> String {
 /// Builds the report section.
 pub(super) fn build(
     ctx: &Ctx<'_>,
-    r: Option<&Spanned<ReportFile>>,
+    r: Option<&ReportFile>,
     topo: &Topology,
     traffic: &[Traffic],
 ) -> Result<ReportSpec, PolicyError> {
@@ -193,7 +192,6 @@ pub(super) fn build(
     let Some(r) = r else {
         return Ok(spec);
     };
-    let r = r.get_ref();
     if let Some(sc) = &r.size_classes {
         let mut edges = Vec::new();
         for s in sc.get_ref() {

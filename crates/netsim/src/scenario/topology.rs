@@ -190,9 +190,8 @@ fn lossless(
 /// Builds the topology and the per-port random losses.
 pub(super) fn build(
     ctx: &Ctx<'_>,
-    t: &Spanned<TopologyFile>,
+    f: &TopologyFile,
 ) -> Result<(Topology, LinkExtras), PolicyError> {
-    let f = t.get_ref();
     let kind = &f.kind;
     let Some(&(_, allowed)) = KEYS.iter().find(|(k, _)| *k == kind.get_ref().as_str()) else {
         let names: Vec<&str> = KEYS.iter().map(|(k, _)| *k).collect();
@@ -213,7 +212,7 @@ pub(super) fn build(
             format!("`{k}` does not apply to a `{}` topology", kind.get_ref()),
         );
     }
-    let topo_err = |e: TopologyError| ctx.index.error(t.span().start, "topology", e.to_string());
+    let topo_err = |e: TopologyError| ctx.index.at_key("topology", e.to_string());
     // Losses by link role, resolved to ports below.
     let mut lossy: Vec<(Box<dyn Fn(&Topology, u32) -> bool>, f64)> = Vec::new();
     let topo = match kind.get_ref().as_str() {
@@ -273,7 +272,7 @@ pub(super) fn build(
             )
             .map_err(topo_err)?
         }
-        _ => return custom(ctx, t),
+        _ => return custom(ctx, f),
     };
     let mut extras = LinkExtras::default();
     for p in 0..topo.ports().len() as u32 {
@@ -292,8 +291,7 @@ fn is_host_port(t: &Topology, p: u32) -> bool {
         || t.host_index(s.to) != crate::topology::NOT_A_HOST
 }
 
-fn custom(ctx: &Ctx<'_>, t: &Spanned<TopologyFile>) -> Result<(Topology, LinkExtras), PolicyError> {
-    let f = t.get_ref();
+fn custom(ctx: &Ctx<'_>, f: &TopologyFile) -> Result<(Topology, LinkExtras), PolicyError> {
     let kind = &f.kind;
     let mut b = TopologyBuilder::new();
     for (key, list, nk) in [
@@ -347,7 +345,7 @@ fn custom(ctx: &Ctx<'_>, t: &Spanned<TopologyFile>) -> Result<(Topology, LinkExt
     }
     let topo = b
         .finish()
-        .map_err(|e| ctx.index.error(t.span().start, "topology", e.to_string()))?;
+        .map_err(|e| ctx.index.at_key("topology", e.to_string()))?;
     let mut extras = LinkExtras::default();
     for (a, c, loss) in losses {
         for (p, s) in topo.ports().iter().enumerate() {

@@ -387,7 +387,8 @@ impl<'a, Q: EventQueue> Sim<'a, Q> {
         for (i, p) in self.ports.iter().enumerate() {
             p.check_invariants(&self.topo.port_name(i as u32));
         }
-        let c = &self.counters;
+        let mut c = self.counters;
+        c.discarded = self.ports.iter().map(|p| p.stats.discarded).sum();
         let held = self.pkts.in_use() as u64;
         assert_eq!(
             c.created,

@@ -1,4 +1,5 @@
-//! Helpers shared by the integration tests.
+//! Helpers shared by the integration tests: policies from text, schemes,
+//! small topologies, runs with every balance checked.
 #![allow(dead_code)]
 
 use std::sync::Arc;
@@ -7,23 +8,21 @@ use eiffel_netsim::port::DropPolicy;
 use eiffel_netsim::routing::Routes;
 use eiffel_netsim::setup::{simulate, LinkExtras, Scheme};
 use eiffel_netsim::sim::{RunConfig, RunResult, SchemeTransport};
-use eiffel_netsim::time::Time;
-use eiffel_netsim::topology::Topology;
-use eiffel_netsim::workload::Workload;
+use eiffel_netsim::time::{Delay, Rate, Time};
+use eiffel_netsim::topology::{LinkParams, NodeKind, Topology, TopologyBuilder};
+use eiffel_netsim::workload::{FlowTransport, Traffic};
 use eiffel_policy::Policy;
 
-pub const FIFO: &str = r#"
-[[node]]
-name = "q"
-"#;
+pub const FIFO: &str = "[[node]]\nname = \"q\"\n";
 
 pub fn policy(text: &str) -> Arc<Policy> {
     Arc::new(Policy::parse(text, "test.toml").expect("valid test policy"))
 }
 
-pub fn scheme(name: &str, transport: SchemeTransport, policy_text: &str, buffer: u64) -> Scheme {
+/// A scheme whose switch ports run `policy_text` and whose hosts run FIFOs.
+pub fn scheme(transport: SchemeTransport, policy_text: &str, buffer: u64) -> Scheme {
     Scheme {
-        name: name.into(),
+        name: transport.name().into(),
         transport,
         switch_policy: policy(policy_text),
         host_policy: policy(FIFO),
@@ -34,11 +33,13 @@ pub fn scheme(name: &str, transport: SchemeTransport, policy_text: &str, buffer:
     }
 }
 
-pub fn config(end: Time) -> RunConfig {
+/// A run ending at `end`, balances checked, long-lived flows measured from
+/// `measure_from`.
+pub fn config(end: Time, measure_from: Time) -> RunConfig {
     RunConfig {
         transport: SchemeTransport::Tcp(Default::default()),
         end,
-        measure_from: Time::ZERO,
+        measure_from,
         sample: None,
         seed: 1,
         check: true,
@@ -49,10 +50,44 @@ pub fn run(
     topo: &Topology,
     scheme: &Scheme,
     extras: &LinkExtras,
-    w: &Workload,
+    w: &eiffel_netsim::workload::Workload,
     mut cfg: RunConfig,
 ) -> RunResult {
     let routes = Routes::new(topo).unwrap();
     cfg.transport = scheme.transport;
     simulate(topo, &routes, scheme, extras, w, cfg, |_, _| {})
+}
+
+/// Senders `s0..` (access delays `delays`) and one receiver `r0` on two
+/// switches joined by `neck`; access links of `access` rate.
+pub fn star(delays: &[Delay], access: Rate, neck: LinkParams) -> Topology {
+    let mut b = TopologyBuilder::new();
+    let left = b.node("left", NodeKind::Switch).unwrap();
+    let right = b.node("right", NodeKind::Switch).unwrap();
+    for (i, &d) in delays.iter().enumerate() {
+        let h = b.node(&format!("s{i}"), NodeKind::Host).unwrap();
+        b.link(h, left, LinkParams::new(access, d)).unwrap();
+    }
+    let r = b.node("r0", NodeKind::Host).unwrap();
+    b.link(r, right, LinkParams::new(access, Delay::from_us(1)))
+        .unwrap();
+    b.link(left, right, neck).unwrap();
+    b.finish().unwrap()
+}
+
+/// One flow of the scheme's transport from host `src` to host `dst`.
+pub fn flow(src: u32, dst: u32, size: u64, start: Time) -> Traffic {
+    Traffic::Flows {
+        name: format!("f{src}"),
+        src,
+        dst,
+        count: 1,
+        size,
+        start,
+        stop: None,
+        transport: FlowTransport::Scheme,
+        class: 0,
+        class_step: 0,
+        observe: false,
+    }
 }
