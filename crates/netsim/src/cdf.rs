@@ -16,7 +16,7 @@
 //! the pFabric simulations used), so the mean is exact:
 //! `s_0 c_0 + sum_i (s_i + s_{i+1}) / 2 (c_{i+1} - c_i)`.
 //!
-//! Two distributions ship with the simulator ([`web_search`], [`data_mining`]),
+//! Two distributions ship with the simulator ([`Cdf::web_search`], [`Cdf::data_mining`]),
 //! from `examples/scenarios/cdf/`.
 
 use rand::Rng;

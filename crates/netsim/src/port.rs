@@ -229,8 +229,14 @@ pub struct Port {
     /// Bytes and packets of live queued packets.
     queued_bytes: u64,
     queued: u64,
-    /// Transmitting until the pending `PortFree` event.
-    pub busy: bool,
+    /// The link is transmitting until then.
+    pub busy_until: Time,
+    /// A `PortFree` event is pending at `busy_until`.
+    pub free_pending: bool,
+    /// Generation of the latest `PortFree` event: an older one still in the
+    /// event list (its transmission was started by an arrival at the same
+    /// instant) is ignored when it fires.
+    pub free_gen: u32,
     /// Time of the pending `PortWake` event, or [`Time::NEVER`].
     pub wake_at: Time,
     tree: PolicyTree,
@@ -273,7 +279,9 @@ impl Port {
             loss: cfg.loss,
             queued_bytes: 0,
             queued: 0,
-            busy: false,
+            busy_until: Time::ZERO,
+            free_pending: false,
+            free_gen: 0,
             wake_at: Time::NEVER,
             tree,
             slots: (flow_slots > 0).then(|| SlotTable::new(flow_slots)),
@@ -305,6 +313,12 @@ impl Port {
     #[must_use]
     pub fn queued(&self) -> u64 {
         self.queued
+    }
+
+    /// Whether the policy tree holds packets (live or pFabric victims).
+    #[must_use]
+    pub fn has_backlog(&self) -> bool {
+        self.tree.backlog().packets > 0
     }
 
     /// The port's policy tree.
@@ -498,7 +512,7 @@ impl Port {
         let arrive = done + self.delay;
         let was_empty = self.pipe.is_empty();
         self.pipe.push_back((arrive, id));
-        self.busy = true;
+        self.busy_until = done;
         (done, arrive, was_empty)
     }
 

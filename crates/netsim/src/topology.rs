@@ -13,7 +13,7 @@
 //! | [`Topology::fat_tree`] | calendar queues section 4.2: k-ary fat tree (k = 8: 128 hosts) | `h0..`, `edge{p}.{i}`, `agg{p}.{i}`, `core{i}` |
 //! | [`Topology::dumbbell`] | one bottleneck | `s0..`, `r0..`, `left`, `right` |
 //! | [`Topology::parking_lot`] | QFQ section 6 (a chain of routers with hosts at each) | `h{r}.{i}`, `r0..` |
-//! | [`Topology::custom`] | anything | named in the scenario |
+//! | [`TopologyBuilder`] | anything (`custom` in scenarios) | named in the scenario |
 
 use std::collections::HashMap;
 

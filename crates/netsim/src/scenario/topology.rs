@@ -213,14 +213,13 @@ pub(super) fn build(
         );
     }
     let topo_err = |e: TopologyError| ctx.index.at_key("topology", e.to_string());
-    // Losses by link role, resolved to ports below.
-    let mut lossy: Vec<(Box<dyn Fn(&Topology, u32) -> bool>, f64)> = Vec::new();
+    // Losses of the host links and of the others, resolved to ports below.
+    let (mut host_loss, mut other_loss) = (0.0, 0.0);
     let topo = match kind.get_ref().as_str() {
         "leaf-spine" => {
             let (host, hl) = req_link(ctx, &f.host_link, kind, "host_link")?;
             let (fabric, fl) = req_link(ctx, &f.fabric_link, kind, "fabric_link")?;
-            lossy.push((Box::new(|t: &Topology, p| is_host_port(t, p)), hl));
-            lossy.push((Box::new(|t: &Topology, p| !is_host_port(t, p)), fl));
+            (host_loss, other_loss) = (hl, fl);
             Topology::leaf_spine(
                 count(ctx, &f.leaves, kind, "leaves", 1, 4096)?,
                 count(ctx, &f.spines, kind, "spines", 1, 4096)?,
@@ -244,8 +243,7 @@ pub(super) fn build(
         "dumbbell" => {
             let (access, al) = req_link(ctx, &f.access_link, kind, "access_link")?;
             let (neck, nl) = req_link(ctx, &f.bottleneck, kind, "bottleneck")?;
-            lossy.push((Box::new(|t: &Topology, p| is_host_port(t, p)), al));
-            lossy.push((Box::new(|t: &Topology, p| !is_host_port(t, p)), nl));
+            (host_loss, other_loss) = (al, nl);
             Topology::dumbbell(
                 count(ctx, &f.senders, kind, "senders", 1, 1 << 16)?,
                 count(ctx, &f.receivers, kind, "receivers", 1, 1 << 16)?,
@@ -276,10 +274,13 @@ pub(super) fn build(
     };
     let mut extras = LinkExtras::default();
     for p in 0..topo.ports().len() as u32 {
-        for (applies, loss) in &lossy {
-            if *loss > 0.0 && applies(&topo, p) {
-                extras.loss.push((p, *loss));
-            }
+        let loss = if is_host_port(&topo, p) {
+            host_loss
+        } else {
+            other_loss
+        };
+        if loss > 0.0 {
+            extras.loss.push((p, loss));
         }
     }
     Ok((topo, extras))

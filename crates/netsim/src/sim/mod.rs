@@ -1,9 +1,11 @@
 //! The discrete-event loop: events in time order, packets through ports and
 //! links, transports at the hosts.
 //!
-//! A packet crossing one hop costs two events: the end of its transmission
-//! (`PortFree`, which lets the port send its next packet) and its arrival at
-//! the far end (`Arrive`). Packets on a link leave in the order they were sent,
+//! A packet crossing one hop costs its arrival at the far end (`Arrive`) and,
+//! when other packets wait behind it, the end of its transmission (`PortFree`,
+//! which starts the next one); a port whose queue is empty when it starts a
+//! transmission only notes when the link frees up, and a packet arriving
+//! before then files the `PortFree`. Packets on a link leave in the order they were sent,
 //! so each port keeps its in-flight packets in a FIFO and only the head's
 //! arrival is an event: the event list holds about two entries per port plus
 //! one timer per active flow, whatever the traffic. Retransmission timers are
@@ -132,6 +134,8 @@ const ACK_HASH: u64 = 0xA5A5_5A5A_0F0F_F0F0;
 pub struct Counters {
     /// Events processed.
     pub events: u64,
+    /// Events processed by [`EventKind`] (in declaration order).
+    pub by_kind: [u64; 8],
     /// Packets created by senders and receivers.
     pub created: u64,
     /// Packets consumed at hosts.
@@ -241,7 +245,10 @@ impl<'a, Q: EventQueue> Sim<'a, Q> {
             + 64;
         let mtu = 1500;
         let horizon = topo.max_hop_time(mtu) + topo.max_hop_time(mtu);
-        let events = Q::with_capacity(3 * ports.len() + 2 * flows.len() + 64, horizon);
+        // Per port: a transmission end, an arrival, a wake-up; per flow: its start,
+        // its timer and a few superseded timers (an earlier deadline files a new
+        // event and leaves the old one to be ignored).
+        let events = Q::with_capacity(3 * ports.len() + 8 * flows.len() + 1024, horizon);
         let pending_finite = flows.iter().filter(|f| counts_as_finite(&f.spec)).count();
         let last_stop = flows
             .iter()
@@ -318,6 +325,7 @@ impl<'a, Q: EventQueue> Sim<'a, Q> {
             }
             self.now = t;
             self.counters.events += 1;
+            self.counters.by_kind[ev.kind as usize] += 1;
             if self.counters.events & ((1 << 20) - 1) == 0 {
                 progress(self.counters.events, t);
             }
@@ -337,8 +345,11 @@ impl<'a, Q: EventQueue> Sim<'a, Q> {
     fn dispatch(&mut self, ev: Event) {
         match ev.kind {
             EventKind::PortFree => {
-                self.ports[ev.index as usize].busy = false;
-                self.try_send(ev.index);
+                let p = &mut self.ports[ev.index as usize];
+                if ev.arg == p.free_gen {
+                    p.free_pending = false;
+                    self.try_send(ev.index);
+                }
             }
             EventKind::Arrive => self.arrive(ev.index),
             EventKind::Timer => self.timer(ev.index, ev.arg),

@@ -28,11 +28,7 @@ impl<Q: EventQueue> Sim<'_, Q> {
             1.0
         };
         match port_ref.enqueue(self.now, id, &mut self.pkts, leaf, key, cache, coin) {
-            Ok(()) => {
-                if !port_ref.busy {
-                    self.try_send(port);
-                }
-            }
+            Ok(()) => self.try_send(port),
             Err(_) => {
                 f.drops += 1;
                 self.counters.dropped += 1;
@@ -41,18 +37,33 @@ impl<Q: EventQueue> Sim<'_, Q> {
         }
     }
 
-    /// Starts the next transmission of an idle port, or arranges to be woken
-    /// when its policy releases a packet.
+    /// Starts the next transmission of an idle port, or arranges to be called
+    /// again when the link frees up or its policy releases a packet.
     pub(super) fn try_send(&mut self, port: u32) {
         let p = &mut self.ports[port as usize];
-        if p.busy {
+        if self.now < p.busy_until {
+            if !p.free_pending {
+                p.free_pending = true;
+                p.free_gen = p.free_gen.wrapping_add(1);
+                let (at, gen) = (p.busy_until, p.free_gen);
+                self.push(at, Event::new(EventKind::PortFree, port, gen));
+            }
             return;
         }
         match p.dequeue(self.now, &mut self.pkts) {
             Next::Send(id) => {
                 let len = self.pkts.get(id).len;
                 let (done, arrive, was_empty) = p.transmit(self.now, id, len);
-                self.push(done, Event::new(EventKind::PortFree, port, 0));
+                if p.has_backlog() {
+                    p.free_pending = true;
+                    p.free_gen = p.free_gen.wrapping_add(1);
+                    let gen = p.free_gen;
+                    self.push(done, Event::new(EventKind::PortFree, port, gen));
+                } else {
+                    // A PortFree still pending for this instant is stale now.
+                    p.free_pending = false;
+                    p.free_gen = p.free_gen.wrapping_add(1);
+                }
                 if was_empty {
                     self.push(arrive, Event::new(EventKind::Arrive, port, 0));
                 }

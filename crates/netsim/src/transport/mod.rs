@@ -272,6 +272,7 @@ mod tests {
         e.back_off();
         assert_eq!(e.rto(), 600_000);
         e.sample(100_000);
-        assert_eq!(e.rto(), 200_000.max(100_000 + 4 * 37_500));
+        // rttvar (3 x 50 + 0) / 4 = 37.5 us: 100 + 150 = 250 us, above the minimum.
+        assert_eq!(e.rto(), 250_000);
     }
 }
