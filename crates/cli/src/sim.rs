@@ -153,6 +153,7 @@ pub fn render(r: &SimReport) -> String {
         let mut t = Table::new([
             "scheme",
             "load",
+            "traffic",
             "size class",
             "flows",
             "done",
@@ -166,6 +167,7 @@ pub fn render(r: &SimReport) -> String {
             t.row([
                 x.scheme.clone(),
                 fmt_f(x.load, 2),
+                x.traffic.clone(),
                 x.size_class.clone(),
                 x.flows.to_string(),
                 x.completed.to_string(),
@@ -176,7 +178,7 @@ pub fn render(r: &SimReport) -> String {
                 fmt_f(x.mean_rate_mbps, 1),
             ]);
         }
-        out.push_str("flow completion times (finite flows outside coflows, seeds pooled):\n");
+        out.push_str("flow completion times (finite flows by traffic, seeds pooled):\n");
         out.push_str(&t.render());
         out.push('\n');
     }

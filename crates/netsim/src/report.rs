@@ -4,16 +4,17 @@
 //! JSON (`{"results": [...], ...}`).
 //!
 //! Flows of every seed are pooled before percentiles are taken (nearest rank).
-//! `results` covers finite flows of the scheme's transport that are not part
-//! of a coflow (coflows are in `coflows`, by completion time); a flow that did
-//! not complete counts in `flows` but not in the statistics.
+//! `results` covers finite flows of the scheme's transport, by traffic (so a
+//! coflow traffic's sub-flows are apart from the background's) and size class;
+//! coflows are also in `coflows`, by completion time. A flow that did not
+//! complete counts in `flows` but not in the statistics.
 
 use serde::Serialize;
 
 use crate::scenario::{Axis, Metric, Panel, Scenario};
 use crate::sim::RunResult;
 use crate::sweep::RunKey;
-use crate::workload::{Workload, NO_COFLOW};
+use crate::workload::Workload;
 
 /// Flow completion statistics of one scheme, load and size class.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -22,6 +23,9 @@ pub struct ResultRow {
     pub scheme: String,
     /// Load.
     pub load: f64,
+    /// Traffic the flows came from (coflow sub-flows and incast flows under
+    /// their traffic's name).
+    pub traffic: String,
     /// Size class (`all` for every flow).
     pub size_class: String,
     /// Flows in the class.
@@ -283,13 +287,14 @@ struct Pool {
 }
 
 impl Pool {
-    fn row(mut self, scheme: &str, load: f64, class: &str) -> ResultRow {
+    fn row(mut self, scheme: &str, load: f64, traffic: &str, class: &str) -> ResultRow {
         let by = |a: &f64, b: &f64| a.total_cmp(b);
         self.fct.sort_by(by);
         self.slow.sort_by(by);
         ResultRow {
             scheme: scheme.to_string(),
             load,
+            traffic: traffic.to_string(),
             size_class: class.to_string(),
             flows: self.flows,
             completed: self.fct.len(),
@@ -329,7 +334,10 @@ pub fn build(
     };
     for (s, scheme) in scenario.schemes.iter().enumerate() {
         for (li, &load) in scenario.loads.iter().enumerate() {
-            let mut pools: Vec<Pool> = (0..=classes).map(|_| Pool::default()).collect();
+            let ntraffic = scenario.traffic.len();
+            let mut pools: Vec<Vec<Pool>> = (0..ntraffic)
+                .map(|_| (0..=classes).map(|_| Pool::default()).collect())
+                .collect();
             let mut cct: Vec<Vec<f64>> = vec![Vec::new(); scenario.traffic.len()];
             let mut coflows = vec![0usize; scenario.traffic.len()];
             for (k, r) in keys.iter().zip(results) {
@@ -337,11 +345,11 @@ pub fn build(
                     continue;
                 }
                 for f in &r.flows {
-                    if !f.scheme || f.size == u64::MAX || f.coflow != NO_COFLOW {
+                    if !f.scheme || f.size == u64::MAX {
                         continue;
                     }
                     for c in [spec.class_of(f.size), classes] {
-                        let p = &mut pools[c];
+                        let p = &mut pools[usize::from(f.traffic)][c];
                         p.flows += 1;
                         if let Some(d) = f.fct {
                             p.fct.push(d.ms());
@@ -357,12 +365,15 @@ pub fn build(
                     }
                 }
             }
-            for (c, p) in pools.into_iter().enumerate() {
-                if p.flows == 0 {
-                    continue;
+            for (t, per_class) in pools.into_iter().enumerate() {
+                for (c, p) in per_class.into_iter().enumerate() {
+                    if p.flows == 0 {
+                        continue;
+                    }
+                    let name = spec.size_names.get(c).map_or("all", String::as_str);
+                    let traffic = scenario.traffic[t].name();
+                    out.results.push(p.row(&scheme.name, load, traffic, name));
                 }
-                let name = spec.size_names.get(c).map_or("all", String::as_str);
-                out.results.push(p.row(&scheme.name, load, name));
             }
             for (t, mut v) in cct.into_iter().enumerate() {
                 if coflows[t] == 0 {
@@ -500,12 +511,21 @@ impl SimReport {
     #[must_use]
     pub fn value(&self, panel: &Panel, scheme: &str, load: f64) -> Option<f64> {
         let class = panel.size_class.as_deref().unwrap_or("all");
+        // Flow panels without a traffic show the scenario's first.
+        let traffic = panel
+            .traffic
+            .as_deref()
+            .or_else(|| self.results.first().map(|r| r.traffic.as_str()));
         match panel.metric {
             m if m.by_size() => self
                 .results
                 .iter()
                 .find(|r| {
-                    r.scheme == scheme && r.load == load && r.size_class == class && r.completed > 0
+                    r.scheme == scheme
+                        && r.load == load
+                        && Some(r.traffic.as_str()) == traffic
+                        && r.size_class == class
+                        && r.completed > 0
                 })
                 .map(|r| match m {
                     Metric::MeanSlowdown => r.mean_slowdown,

@@ -140,8 +140,8 @@ pub enum Traffic {
         senders: Vec<u32>,
         /// Receiving host.
         receiver: u32,
-        /// Bytes each sender sends per round.
-        size: u64,
+        /// Bytes each sender sends per round (drawn per sender and round).
+        sizes: Sizes,
         /// First round.
         start: Time,
         /// Rounds.
@@ -471,25 +471,29 @@ pub fn generate(traffic: &[Traffic], topo: &Topology, load: f64, seed: u64, end:
             Traffic::Incast {
                 senders,
                 receiver,
-                size,
+                sizes,
                 start,
                 rounds,
                 interval,
                 class,
                 ..
             } => {
+                let mut rng = g.rng(t);
                 for r in 0..*rounds {
                     let at = *start + interval.times(u64::from(r));
                     let id = g.out.coflows.len() as u32;
+                    let mut bytes = 0;
                     for &s in senders {
-                        let mut f = g.flow(s, *receiver, *size, at, *class, t);
+                        let size = sizes.sample(&mut rng);
+                        bytes += size;
+                        let mut f = g.flow(s, *receiver, size, at, *class, t);
                         f.coflow = id;
                         g.out.flows.push(f);
                     }
                     g.out.coflows.push(CoflowSpec {
                         start: at,
                         width: senders.len() as u32,
-                        bytes: *size * senders.len() as u64,
+                        bytes,
                         traffic: t as u16,
                     });
                 }

@@ -4,7 +4,7 @@
 //! |---|---|
 //! | `poisson` | `sizes`, `flows` (count; without it, until the counted traffics' last arrival or `duration`), `share` (of the load, default 1), `hosts` (`"all"` or names), `class` |
 //! | `coflows` | `sizes` (per sub-flow), `width` (mean sub-flows), `coflows` (count), `share`, `hosts`, `class`, `deadline` (packets carry the slack to the coflow's deadline) |
-//! | `incast` | `senders` (names), `receiver`, `size` (per sender), `start`, `rounds`, `interval`, `class` |
+//! | `incast` | `senders` (names), `receiver`, `size` (per sender) or `sizes` (drawn per sender and round), `start`, `rounds`, `interval`, `class` |
 //! | `flows` | `src`, `dst`, `count`, `size` (a size or `"inf"`), `start`, `stop`, `transport` (`scheme`, `udp-cbr`, `udp-onoff`), `rate`, `packet`, `on`, `off`, `shape`, `class`, `class_step` (flow `i` of `count` gets `class + i * class_step`), `observe` (record delays) |
 //!
 //! `sizes` is `"web-search"`, `"data-mining"`, a distribution file (see
@@ -33,7 +33,9 @@ const KEYS: [(&str, &[&str]); 4] = [
     ),
     (
         "incast",
-        &["senders", "receiver", "size", "start", "rounds", "interval"],
+        &[
+            "senders", "receiver", "size", "sizes", "start", "rounds", "interval",
+        ],
     ),
     (
         "flows",
@@ -335,17 +337,25 @@ fn incast(
             "the receiver cannot also send to itself",
         );
     }
-    let size = size_of(
-        ctx,
-        need(ctx, &t.size, &t.kind, &key("size"), "incast")?,
-        &key("size"),
-        false,
-    )?;
+    let sizes = match (&t.size, &t.sizes) {
+        (Some(s), None) => Sizes::Fixed(size_of(ctx, s, &key("size"), false)?),
+        (None, Some(s)) => sizes(ctx, s, &key("sizes"))?,
+        (Some(_), Some(s)) => {
+            return ctx.err(s.span(), &key("sizes"), "give `size` or `sizes`, not both")
+        }
+        (None, None) => {
+            return ctx.err(
+                t.kind.span(),
+                &key("size"),
+                "`incast` traffic needs `size` or `sizes`",
+            )
+        }
+    };
     Ok(Traffic::Incast {
         name: t.name.get_ref().clone(),
         senders: list,
         receiver,
-        size,
+        sizes,
         start: Time(t.start.as_ref().map_or(0, |s| s.get_ref().get())),
         rounds: t
             .rounds
