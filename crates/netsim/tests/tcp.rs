@@ -30,7 +30,7 @@ fn mathis_ratio(p: f64) -> (f64, f64) {
         common::FIFO,
         10_000_000,
     );
-    let end = Time(12_000_000_000);
+    let end = Time(7_000_000_000);
     let w = generate(
         &[common::flow(0, 1, u64::MAX, Time::ZERO)],
         &topo,
@@ -43,7 +43,7 @@ fn mathis_ratio(p: f64) -> (f64, f64) {
         &s,
         &extras,
         &w,
-        common::config(end, Time(2_000_000_000)),
+        common::config(end, Time(1_000_000_000)),
     );
     let measured = r.flows[0].goodput_bps;
     let model = f64::from(MSS) * 8.0 / rtt * (1.5f64).sqrt() / p.sqrt();
