@@ -23,7 +23,7 @@ use eiffel_netsim::event::{Event, EventKind, EventQueue, HeapQueue, WheelQueue};
 use eiffel_netsim::scenario::Scenario;
 use eiffel_netsim::sweep::{run_one_with, RunKey};
 use eiffel_netsim::time::{Delay, Time};
-use eiffel_netsim::workload::{generate, Traffic};
+use eiffel_netsim::workload::{generate, Traffic, Workload};
 use serde::Serialize;
 
 use crate::report::{fmt_f, print_results, Table};
@@ -131,6 +131,69 @@ fn hold<Q: EventQueue>(pending: usize, pairs: u64) -> f64 {
     best
 }
 
+/// Whole runs of `scheme` with each event list.
+fn runs(
+    scenario: &Scenario,
+    name: &str,
+    w: &Workload,
+    load: f64,
+) -> Result<Vec<Record>, BenchError> {
+    let scheme = scenario
+        .schemes
+        .iter()
+        .position(|s| s.name == name)
+        .ok_or_else(|| format!("the scenario has no scheme {name}"))?;
+    let key = RunKey {
+        scheme,
+        load,
+        load_index: 0,
+        seed: 1,
+        seed_index: 0,
+    };
+    let (ew, tw) = time_runs::<WheelQueue>(scenario, &key, w);
+    let (eh, th) = time_runs::<HeapQueue>(scenario, &key, w);
+    if ew != eh {
+        return Err(format!("{name}: the two event lists processed {ew} and {eh} events").into());
+    }
+    let (rw, rh) = (ew as f64 / tw, eh as f64 / th);
+    Ok([
+        ("timing-wheel", tw, rw, rw / rh),
+        ("binary-heap", th, rh, 1.0),
+    ]
+    .into_iter()
+    .map(|(queue, secs, rate, ratio)| Record {
+        case: "run",
+        config: name.to_string(),
+        queue,
+        events: ew,
+        seconds: secs,
+        mevents_per_s: rate / 1e6,
+        ratio,
+    })
+    .collect())
+}
+
+/// The event lists alone, hold model.
+fn holds(pairs: u64) -> Vec<Record> {
+    let mut out = Vec::new();
+    for pending in [1_000, 10_000, 100_000] {
+        let tw = hold::<WheelQueue>(pending, pairs);
+        let th = hold::<HeapQueue>(pending, pairs);
+        for (queue, secs, ratio) in [("timing-wheel", tw, th / tw), ("binary-heap", th, 1.0)] {
+            out.push(Record {
+                case: "hold",
+                config: pending.to_string(),
+                queue,
+                events: pairs,
+                seconds: secs,
+                mevents_per_s: pairs as f64 / secs / 1e6,
+                ratio,
+            });
+        }
+    }
+    out
+}
+
 /// Runs the benchmark.
 pub fn run(opts: &CommonOpts) -> Result<(), BenchError> {
     let path = scenario_path();
@@ -142,66 +205,11 @@ pub fn run(opts: &CommonOpts) -> Result<(), BenchError> {
         }
     }
     let load = 0.6;
-    let w = generate(
-        &scenario.traffic,
-        &scenario.topology,
-        load,
-        1,
-        Time::ZERO + scenario.duration,
-    );
-    let mut records = Vec::new();
-    for name in ["pfabric", "dctcp"] {
-        let scheme = scenario
-            .schemes
-            .iter()
-            .position(|s| s.name == name)
-            .ok_or_else(|| format!("{} has no scheme {name}", path.display()))?;
-        let key = RunKey {
-            scheme,
-            load,
-            load_index: 0,
-            seed: 1,
-            seed_index: 0,
-        };
-        let (ew, tw) = time_runs::<WheelQueue>(&scenario, &key, &w);
-        let (eh, th) = time_runs::<HeapQueue>(&scenario, &key, &w);
-        if ew != eh {
-            return Err(
-                format!("{name}: the two event lists processed {ew} and {eh} events").into(),
-            );
-        }
-        let (rw, rh) = (ew as f64 / tw, eh as f64 / th);
-        for (queue, secs, rate, ratio) in [
-            ("timing-wheel", tw, rw, rw / rh),
-            ("binary-heap", th, rh, 1.0),
-        ] {
-            records.push(Record {
-                case: "run",
-                config: name.to_string(),
-                queue,
-                events: ew,
-                seconds: secs,
-                mevents_per_s: rate / 1e6,
-                ratio,
-            });
-        }
-    }
-    let pairs: u64 = if opts.quick { 300_000 } else { 3_000_000 };
-    for pending in [1_000, 10_000, 100_000] {
-        let tw = hold::<WheelQueue>(pending, pairs);
-        let th = hold::<HeapQueue>(pending, pairs);
-        for (queue, secs, ratio) in [("timing-wheel", tw, th / tw), ("binary-heap", th, 1.0)] {
-            records.push(Record {
-                case: "hold",
-                config: pending.to_string(),
-                queue,
-                events: pairs,
-                seconds: secs,
-                mevents_per_s: pairs as f64 / secs / 1e6,
-                ratio,
-            });
-        }
-    }
+    let end = Time::ZERO + scenario.duration;
+    let w = generate(&scenario.traffic, &scenario.topology, load, 1, end);
+    let mut records = runs(&scenario, "pfabric", &w, load)?;
+    records.extend(runs(&scenario, "dctcp", &w, load)?);
+    records.extend(holds(if opts.quick { 300_000 } else { 3_000_000 }));
     if opts.json {
         print_results(&records)?;
         return Ok(());

@@ -149,123 +149,155 @@ fn ms(v: f64) -> String {
 #[must_use]
 pub fn render(r: &SimReport) -> String {
     let mut out = String::new();
-    if !r.results.is_empty() {
-        let mut t = Table::new([
-            "scheme",
-            "load",
-            "traffic",
-            "size class",
-            "flows",
-            "done",
-            "mean FCT ms",
-            "p99 FCT ms",
-            "mean slowdown",
-            "p99 slowdown",
-            "mean Mbit/s",
-        ]);
-        for x in &r.results {
-            t.row([
-                x.scheme.clone(),
-                fmt_f(x.load, 2),
-                x.traffic.clone(),
-                x.size_class.clone(),
-                x.flows.to_string(),
-                x.completed.to_string(),
-                ms(x.mean_fct_ms),
-                ms(x.p99_fct_ms),
-                fmt_f(x.mean_slowdown, 2),
-                fmt_f(x.p99_slowdown, 2),
-                fmt_f(x.mean_rate_mbps, 1),
-            ]);
+    let mut section = |title: &str, table: Option<Table>| {
+        if let Some(t) = table {
+            out.push_str(title);
+            out.push_str(&t.render());
+            out.push('\n');
         }
-        out.push_str("flow completion times (finite flows by traffic, seeds pooled):\n");
-        out.push_str(&t.render());
-        out.push('\n');
+    };
+    section(
+        "flow completion times (finite flows by traffic, seeds pooled):\n",
+        results(r),
+    );
+    section("coflow completion times:\n", coflows(r));
+    section("observed flows, one-way delays:\n", delays(r));
+    section(
+        "long-lived flows, goodput over the measurement window:\n",
+        long_lived(r),
+    );
+    section("runs:\n", Some(runs(r)));
+    section("", Some(ports(r)));
+    section("queue occupancy over time:\n", queues(r));
+    out
+}
+
+fn results(r: &SimReport) -> Option<Table> {
+    if r.results.is_empty() {
+        return None;
     }
-    if !r.coflows.is_empty() {
-        let mut t = Table::new([
-            "scheme",
-            "load",
-            "traffic",
-            "coflows",
-            "done",
-            "mean CCT ms",
-            "p99 CCT ms",
+    let mut t = Table::new([
+        "scheme",
+        "load",
+        "traffic",
+        "size class",
+        "flows",
+        "done",
+        "mean FCT ms",
+        "p99 FCT ms",
+        "mean slowdown",
+        "p99 slowdown",
+        "mean Mbit/s",
+    ]);
+    for x in &r.results {
+        t.row([
+            x.scheme.clone(),
+            fmt_f(x.load, 2),
+            x.traffic.clone(),
+            x.size_class.clone(),
+            x.flows.to_string(),
+            x.completed.to_string(),
+            ms(x.mean_fct_ms),
+            ms(x.p99_fct_ms),
+            fmt_f(x.mean_slowdown, 2),
+            fmt_f(x.p99_slowdown, 2),
+            fmt_f(x.mean_rate_mbps, 1),
         ]);
-        for c in &r.coflows {
-            t.row([
-                c.scheme.clone(),
-                fmt_f(c.load, 2),
-                c.traffic.clone(),
-                c.coflows.to_string(),
-                c.completed.to_string(),
-                ms(c.mean_cct_ms),
-                ms(c.p99_cct_ms),
-            ]);
-        }
-        out.push_str("coflow completion times:\n");
-        out.push_str(&t.render());
-        out.push('\n');
     }
-    if !r.delays.is_empty() {
-        let mut t = Table::new([
-            "scheme",
-            "load",
-            "seed",
-            "traffic",
-            "packets",
-            "mean ms",
-            "stddev ms",
-            "max ms",
-            "jitter ms",
-            "per hop ms",
+    Some(t)
+}
+
+fn coflows(r: &SimReport) -> Option<Table> {
+    if r.coflows.is_empty() {
+        return None;
+    }
+    let mut t = Table::new([
+        "scheme",
+        "load",
+        "traffic",
+        "coflows",
+        "done",
+        "mean CCT ms",
+        "p99 CCT ms",
+    ]);
+    for c in &r.coflows {
+        t.row([
+            c.scheme.clone(),
+            fmt_f(c.load, 2),
+            c.traffic.clone(),
+            c.coflows.to_string(),
+            c.completed.to_string(),
+            ms(c.mean_cct_ms),
+            ms(c.p99_cct_ms),
         ]);
-        for d in &r.delays {
-            let hops: Vec<String> = d.per_hop_ms.iter().map(|h| fmt_f(*h, 3)).collect();
-            t.row([
-                d.scheme.clone(),
-                fmt_f(d.load, 2),
-                d.seed.to_string(),
-                d.traffic.clone(),
-                d.packets.to_string(),
-                ms(d.mean_delay_ms),
-                ms(d.stddev_delay_ms),
-                ms(d.max_delay_ms),
-                ms(d.jitter_ms),
-                hops.join(" "),
-            ]);
-        }
-        out.push_str("observed flows, one-way delays:\n");
-        out.push_str(&t.render());
-        out.push('\n');
     }
-    if !r.long_lived.is_empty() {
-        let mut t = Table::new([
-            "scheme",
-            "load",
-            "seed",
-            "flows",
-            "mean Mbit/s",
-            "min",
-            "max",
-            "Jain",
+    Some(t)
+}
+
+fn delays(r: &SimReport) -> Option<Table> {
+    if r.delays.is_empty() {
+        return None;
+    }
+    let mut t = Table::new([
+        "scheme",
+        "load",
+        "seed",
+        "traffic",
+        "packets",
+        "mean ms",
+        "stddev ms",
+        "max ms",
+        "jitter ms",
+        "per hop ms",
+    ]);
+    for d in &r.delays {
+        let hops: Vec<String> = d.per_hop_ms.iter().map(|h| fmt_f(*h, 3)).collect();
+        t.row([
+            d.scheme.clone(),
+            fmt_f(d.load, 2),
+            d.seed.to_string(),
+            d.traffic.clone(),
+            d.packets.to_string(),
+            ms(d.mean_delay_ms),
+            ms(d.stddev_delay_ms),
+            ms(d.max_delay_ms),
+            ms(d.jitter_ms),
+            hops.join(" "),
         ]);
-        for l in &r.long_lived {
-            t.row([
-                l.scheme.clone(),
-                fmt_f(l.load, 2),
-                l.seed.to_string(),
-                l.flows.to_string(),
-                fmt_f(l.mean_goodput_mbps, 1),
-                fmt_f(l.min_goodput_mbps, 1),
-                fmt_f(l.max_goodput_mbps, 1),
-                fmt_f(l.jain, 4),
-            ]);
-        }
-        out.push_str("long-lived flows, goodput over the measurement window:\n");
-        out.push_str(&t.render());
-        out.push('\n');
     }
+    Some(t)
+}
+
+fn long_lived(r: &SimReport) -> Option<Table> {
+    if r.long_lived.is_empty() {
+        return None;
+    }
+    let mut t = Table::new([
+        "scheme",
+        "load",
+        "seed",
+        "flows",
+        "mean Mbit/s",
+        "min",
+        "max",
+        "Jain",
+    ]);
+    for l in &r.long_lived {
+        t.row([
+            l.scheme.clone(),
+            fmt_f(l.load, 2),
+            l.seed.to_string(),
+            l.flows.to_string(),
+            fmt_f(l.mean_goodput_mbps, 1),
+            fmt_f(l.min_goodput_mbps, 1),
+            fmt_f(l.max_goodput_mbps, 1),
+            fmt_f(l.jain, 4),
+        ]);
+    }
+    Some(t)
+}
+
+fn runs(r: &SimReport) -> Table {
     let mut t = Table::new([
         "scheme",
         "load",
@@ -280,7 +312,7 @@ pub fn render(r: &SimReport) -> String {
         "inversions",
     ]);
     for x in &r.runs {
-        let approx = if x.order_checked > 0 {
+        let inversions = if x.order_checked > 0 {
             format!("{}/{}", x.inversions, x.order_checked)
         } else {
             "-".into()
@@ -296,12 +328,14 @@ pub fn render(r: &SimReport) -> String {
             x.evicted.to_string(),
             x.marked.to_string(),
             x.timeouts.to_string(),
-            approx,
+            inversions,
         ]);
     }
-    out.push_str("runs:\n");
-    out.push_str(&t.render());
-    out.push('\n');
+    t
+}
+
+/// The busiest port of each run.
+fn ports(r: &SimReport) -> Table {
     let mut t = Table::new([
         "scheme",
         "load",
@@ -339,34 +373,36 @@ pub fn render(r: &SimReport) -> String {
             drops,
         ]);
     }
-    out.push_str(&t.render());
-    if !r.queues.is_empty() {
-        let mut t = Table::new([
-            "scheme",
-            "load",
-            "seed",
-            "sampled port",
-            "every us",
-            "mean",
-            "p50",
-            "p99",
-            "p99 wait us",
-        ]);
-        for q in &r.queues {
-            t.row([
-                q.scheme.clone(),
-                fmt_f(q.load, 2),
-                q.seed.to_string(),
-                q.port.clone(),
-                fmt_f(q.interval_us, 1),
-                human_bytes(q.mean_bytes as u64),
-                human_bytes(q.p50_bytes),
-                human_bytes(q.p99_bytes),
-                fmt_f(q.p99_delay_us, 2),
-            ]);
-        }
-        out.push_str("\nqueue occupancy over time:\n");
-        out.push_str(&t.render());
+    t
+}
+
+fn queues(r: &SimReport) -> Option<Table> {
+    if r.queues.is_empty() {
+        return None;
     }
-    out
+    let mut t = Table::new([
+        "scheme",
+        "load",
+        "seed",
+        "sampled port",
+        "every us",
+        "mean",
+        "p50",
+        "p99",
+        "p99 wait us",
+    ]);
+    for q in &r.queues {
+        t.row([
+            q.scheme.clone(),
+            fmt_f(q.load, 2),
+            q.seed.to_string(),
+            q.port.clone(),
+            fmt_f(q.interval_us, 1),
+            human_bytes(q.mean_bytes as u64),
+            human_bytes(q.p50_bytes),
+            human_bytes(q.p99_bytes),
+            fmt_f(q.p99_delay_us, 2),
+        ]);
+    }
+    Some(t)
 }

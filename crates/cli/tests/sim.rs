@@ -20,7 +20,11 @@ fn quick_qfq_delay_as_json_and_svg() {
         .arg(&svg)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let delays = v["delays"].as_array().unwrap();
     assert_eq!(delays.len(), 6, "f0 and f1 under three schemes");

@@ -287,6 +287,16 @@ struct Pool {
 }
 
 impl Pool {
+    fn add(&mut self, f: &crate::sim::FlowResult) {
+        self.flows += 1;
+        if let Some(d) = f.fct {
+            self.fct.push(d.ms());
+            self.slow.push(d.0 as f64 / f.ideal.0.max(1) as f64);
+            self.rate
+                .push(f.size as f64 * 8.0 / d.secs().max(1e-12) / 1e6);
+        }
+    }
+
     fn row(mut self, scheme: &str, load: f64, traffic: &str, class: &str) -> ResultRow {
         let by = |a: &f64, b: &f64| a.total_cmp(b);
         self.fct.sort_by(by);
@@ -315,8 +325,6 @@ pub fn build(
     workloads: &[Workload],
     results: &[RunResult],
 ) -> SimReport {
-    let spec = &scenario.report;
-    let classes = spec.size_names.len();
     let mut out = SimReport {
         scenario: scenario.name.clone(),
         title: scenario.title.clone(),
@@ -330,112 +338,119 @@ pub fn build(
         runs: Vec::new(),
         ports: Vec::new(),
         queues: Vec::new(),
-        panels: spec.panels.clone(),
+        panels: scenario.report.panels.clone(),
     };
-    for (s, scheme) in scenario.schemes.iter().enumerate() {
-        for (li, &load) in scenario.loads.iter().enumerate() {
-            let ntraffic = scenario.traffic.len();
-            let mut pools: Vec<Vec<Pool>> = (0..ntraffic)
-                .map(|_| (0..=classes).map(|_| Pool::default()).collect())
-                .collect();
-            let mut cct: Vec<Vec<f64>> = vec![Vec::new(); scenario.traffic.len()];
-            let mut coflows = vec![0usize; scenario.traffic.len()];
-            for (k, r) in keys.iter().zip(results) {
-                if k.scheme != s || k.load_index != li {
-                    continue;
-                }
-                for f in &r.flows {
-                    if !f.scheme || f.size == u64::MAX {
-                        continue;
-                    }
-                    for c in [spec.class_of(f.size), classes] {
-                        let p = &mut pools[usize::from(f.traffic)][c];
-                        p.flows += 1;
-                        if let Some(d) = f.fct {
-                            p.fct.push(d.ms());
-                            p.slow.push(d.0 as f64 / f.ideal.0.max(1) as f64);
-                            p.rate.push(f.size as f64 * 8.0 / d.secs().max(1e-12) / 1e6);
-                        }
-                    }
-                }
-                for c in &r.coflows {
-                    coflows[usize::from(c.traffic)] += 1;
-                    if let Some(d) = c.cct {
-                        cct[usize::from(c.traffic)].push(d.ms());
-                    }
-                }
-            }
-            for (t, per_class) in pools.into_iter().enumerate() {
-                for (c, p) in per_class.into_iter().enumerate() {
-                    if p.flows == 0 {
-                        continue;
-                    }
-                    let name = spec.size_names.get(c).map_or("all", String::as_str);
-                    let traffic = scenario.traffic[t].name();
-                    out.results.push(p.row(&scheme.name, load, traffic, name));
-                }
-            }
-            for (t, mut v) in cct.into_iter().enumerate() {
-                if coflows[t] == 0 {
-                    continue;
-                }
-                v.sort_by(f64::total_cmp);
-                out.coflows.push(CoflowRow {
-                    scheme: scheme.name.clone(),
-                    load,
-                    traffic: scenario.traffic[t].name().to_string(),
-                    coflows: coflows[t],
-                    completed: v.len(),
-                    mean_cct_ms: mean(&v),
-                    p99_cct_ms: percentile(&v, 0.99),
-                });
-            }
+    for s in 0..scenario.schemes.len() {
+        for li in 0..scenario.loads.len() {
+            let runs = keys
+                .iter()
+                .zip(results)
+                .filter(|(k, _)| k.scheme == s && k.load_index == li)
+                .map(|(_, r)| r);
+            pooled(scenario, s, li, runs, &mut out);
         }
     }
     for (k, r) in keys.iter().zip(results) {
-        per_run(
-            scenario,
-            k,
-            &workloads[k.seed_index * scenario.loads.len() + k.load_index],
-            r,
-            &mut out,
-        );
+        let w = &workloads[k.seed_index * scenario.loads.len() + k.load_index];
+        per_run(scenario, k, w, r, &mut out);
     }
     out
 }
 
-fn per_run(scenario: &Scenario, k: &RunKey, w: &Workload, r: &RunResult, out: &mut SimReport) {
-    let scheme = scenario.schemes[k.scheme].name.clone();
-    let finite: Vec<_> = r
-        .flows
-        .iter()
-        .filter(|f| f.scheme && f.size != u64::MAX)
+/// The rows of scheme `s` at load `li`, every seed's flows pooled.
+fn pooled<'a>(
+    scenario: &Scenario,
+    s: usize,
+    li: usize,
+    runs: impl Iterator<Item = &'a RunResult>,
+    out: &mut SimReport,
+) {
+    let spec = &scenario.report;
+    let (scheme, load) = (&scenario.schemes[s].name, scenario.loads[li]);
+    let classes = spec.size_names.len();
+    let ntraffic = scenario.traffic.len();
+    let mut pools: Vec<Vec<Pool>> = (0..ntraffic)
+        .map(|_| (0..=classes).map(|_| Pool::default()).collect())
         .collect();
-    let sum = |g: fn(&crate::sim::PortResult) -> u64| r.ports.iter().map(g).sum::<u64>();
-    out.runs.push(RunRow {
-        scheme: scheme.clone(),
-        load: k.load,
-        seed: k.seed,
-        flows: w.flows.len(),
-        completed: finite.iter().filter(|f| f.fct.is_some()).count(),
-        finite: finite.len(),
-        events: r.counters.events,
-        sim_time_ms: r.end.secs() * 1e3,
-        drops: sum(crate::sim::PortResult::dropped_total),
-        evicted: sum(|p| p.evicted),
-        marked: sum(|p| p.marked),
-        timeouts: r.flows.iter().map(|f| u64::from(f.timeouts)).sum(),
-        retransmits: r.flows.iter().map(|f| u64::from(f.retransmits)).sum(),
-        peak_packets: r.peak_packets,
-        order_checked: sum(|p| p.order.0),
-        inversions: sum(|p| p.order.1),
-    });
-    for o in &r.observed {
-        out.delays.push(DelayRow {
+    let mut cct: Vec<Vec<f64>> = vec![Vec::new(); ntraffic];
+    let mut coflows = vec![0usize; ntraffic];
+    for r in runs {
+        for f in r.flows.iter().filter(|f| f.scheme && f.size != u64::MAX) {
+            for c in [spec.class_of(f.size), classes] {
+                pools[usize::from(f.traffic)][c].add(f);
+            }
+        }
+        for c in &r.coflows {
+            coflows[usize::from(c.traffic)] += 1;
+            cct[usize::from(c.traffic)].extend(c.cct.map(crate::time::Delay::ms));
+        }
+    }
+    for (t, per_class) in pools.into_iter().enumerate() {
+        for (c, p) in per_class
+            .into_iter()
+            .enumerate()
+            .filter(|(_, p)| p.flows > 0)
+        {
+            let name = spec.size_names.get(c).map_or("all", String::as_str);
+            out.results
+                .push(p.row(scheme, load, scenario.traffic[t].name(), name));
+        }
+    }
+    for (t, mut v) in cct.into_iter().enumerate().filter(|&(t, _)| coflows[t] > 0) {
+        v.sort_by(f64::total_cmp);
+        out.coflows.push(CoflowRow {
             scheme: scheme.clone(),
-            load: k.load,
-            seed: k.seed,
-            traffic: scenario.traffic[usize::from(o.traffic)].name().to_string(),
+            load,
+            traffic: scenario.traffic[t].name().to_string(),
+            coflows: coflows[t],
+            completed: v.len(),
+            mean_cct_ms: mean(&v),
+            p99_cct_ms: percentile(&v, 0.99),
+        });
+    }
+}
+
+/// What identifies one run in its rows.
+struct Run<'a> {
+    scenario: &'a Scenario,
+    key: &'a RunKey,
+    scheme: String,
+    result: &'a RunResult,
+}
+
+impl Run<'_> {
+    fn counters(&self, flows: usize) -> RunRow {
+        let r = self.result;
+        let finite = r.flows.iter().filter(|f| f.scheme && f.size != u64::MAX);
+        let sum = |g: fn(&crate::sim::PortResult) -> u64| r.ports.iter().map(g).sum::<u64>();
+        RunRow {
+            scheme: self.scheme.clone(),
+            load: self.key.load,
+            seed: self.key.seed,
+            flows,
+            completed: finite.clone().filter(|f| f.fct.is_some()).count(),
+            finite: finite.count(),
+            events: r.counters.events,
+            sim_time_ms: r.end.secs() * 1e3,
+            drops: sum(crate::sim::PortResult::dropped_total),
+            evicted: sum(|p| p.evicted),
+            marked: sum(|p| p.marked),
+            timeouts: r.flows.iter().map(|f| u64::from(f.timeouts)).sum(),
+            retransmits: r.flows.iter().map(|f| u64::from(f.retransmits)).sum(),
+            peak_packets: r.peak_packets,
+            order_checked: sum(|p| p.order.0),
+            inversions: sum(|p| p.order.1),
+        }
+    }
+
+    fn delays(&self) -> impl Iterator<Item = DelayRow> + '_ {
+        self.result.observed.iter().map(|o| DelayRow {
+            scheme: self.scheme.clone(),
+            load: self.key.load,
+            seed: self.key.seed,
+            traffic: self.scenario.traffic[usize::from(o.traffic)]
+                .name()
+                .to_string(),
             flow: o.flow,
             packets: o.packets,
             mean_delay_ms: o.mean_ns / 1e6,
@@ -443,36 +458,41 @@ fn per_run(scenario: &Scenario, k: &RunKey, w: &Workload, r: &RunResult, out: &m
             max_delay_ms: o.max_ns as f64 / 1e6,
             jitter_ms: o.jitter_ns / 1e6,
             per_hop_ms: o.per_hop_ns.iter().map(|x| x / 1e6).collect(),
-        });
+        })
     }
-    let long: Vec<f64> = r
-        .flows
-        .iter()
-        .filter(|f| f.scheme && f.size == u64::MAX)
-        .map(|f| f.goodput_bps / 1e6)
-        .collect();
-    if !long.is_empty() {
-        out.long_lived.push(LongRow {
-            scheme: scheme.clone(),
-            load: k.load,
-            seed: k.seed,
+
+    fn long_lived(&self) -> Option<LongRow> {
+        let long: Vec<f64> = self
+            .result
+            .flows
+            .iter()
+            .filter(|f| f.scheme && f.size == u64::MAX)
+            .map(|f| f.goodput_bps / 1e6)
+            .collect();
+        (!long.is_empty()).then(|| LongRow {
+            scheme: self.scheme.clone(),
+            load: self.key.load,
+            seed: self.key.seed,
             flows: long.len(),
             mean_goodput_mbps: mean(&long),
             min_goodput_mbps: long.iter().copied().fold(f64::INFINITY, f64::min),
             max_goodput_mbps: long.iter().copied().fold(0.0, f64::max),
             jain: jain(&long),
-        });
+        })
     }
-    let secs = r.end.secs().max(1e-12);
-    let mut busiest: Vec<&crate::sim::PortResult> = r.ports.iter().filter(|p| p.sent > 0).collect();
-    busiest.sort_by(|a, b| {
-        (b.max_queue_bytes, b.dropped_total()).cmp(&(a.max_queue_bytes, a.dropped_total()))
-    });
-    for p in busiest.into_iter().take(5) {
-        out.ports.push(PortRow {
-            scheme: scheme.clone(),
-            load: k.load,
-            seed: k.seed,
+
+    /// The five ports with the largest queues (then the most drops).
+    fn busiest(&self) -> impl Iterator<Item = PortRow> + '_ {
+        let secs = self.result.end.secs().max(1e-12);
+        let mut ports: Vec<&crate::sim::PortResult> =
+            self.result.ports.iter().filter(|p| p.sent > 0).collect();
+        ports.sort_by(|a, b| {
+            (b.max_queue_bytes, b.dropped_total()).cmp(&(a.max_queue_bytes, a.dropped_total()))
+        });
+        ports.into_iter().take(5).map(move |p| PortRow {
+            scheme: self.scheme.clone(),
+            load: self.key.load,
+            seed: self.key.seed,
             port: p.name.clone(),
             utilization: p.sent_bytes as f64 * 8.0 / (p.rate.0 as f64 * secs),
             max_queue_kb: p.max_queue_bytes as f64 / 1e3,
@@ -482,27 +502,43 @@ fn per_run(scenario: &Scenario, k: &RunKey, w: &Workload, r: &RunResult, out: &m
             drop_reasons: p.dropped.iter().map(|&(n, c)| (n.to_string(), c)).collect(),
             evicted: p.evicted,
             marked: p.marked,
-        });
+        })
     }
-    for (i, &port) in scenario.report.sample_ports.iter().enumerate() {
-        let p = &r.ports[port as usize];
-        let samples: Vec<u64> = p.samples.iter().map(|&(_, b)| b).collect();
-        let mut sorted: Vec<f64> = samples.iter().map(|&b| b as f64).collect();
-        sorted.sort_by(f64::total_cmp);
-        let _ = i;
-        out.queues.push(QueueSeries {
-            scheme: scheme.clone(),
-            load: k.load,
-            seed: k.seed,
-            port: p.name.clone(),
-            interval_us: scenario.report.sample_interval.0 as f64 / 1e3,
-            mean_bytes: mean(&sorted),
-            p50_bytes: percentile(&sorted, 0.5) as u64,
-            p99_bytes: percentile(&sorted, 0.99) as u64,
-            p99_delay_us: p.p99_sojourn_ns as f64 / 1e3,
-            samples,
-        });
+
+    fn queues(&self) -> impl Iterator<Item = QueueSeries> + '_ {
+        self.scenario.report.sample_ports.iter().map(|&port| {
+            let p = &self.result.ports[port as usize];
+            let samples: Vec<u64> = p.samples.iter().map(|&(_, b)| b).collect();
+            let mut sorted: Vec<f64> = samples.iter().map(|&b| b as f64).collect();
+            sorted.sort_by(f64::total_cmp);
+            QueueSeries {
+                scheme: self.scheme.clone(),
+                load: self.key.load,
+                seed: self.key.seed,
+                port: p.name.clone(),
+                interval_us: self.scenario.report.sample_interval.0 as f64 / 1e3,
+                mean_bytes: mean(&sorted),
+                p50_bytes: percentile(&sorted, 0.5) as u64,
+                p99_bytes: percentile(&sorted, 0.99) as u64,
+                p99_delay_us: p.p99_sojourn_ns as f64 / 1e3,
+                samples,
+            }
+        })
     }
+}
+
+fn per_run(scenario: &Scenario, k: &RunKey, w: &Workload, r: &RunResult, out: &mut SimReport) {
+    let run = Run {
+        scenario,
+        key: k,
+        scheme: scenario.schemes[k.scheme].name.clone(),
+        result: r,
+    };
+    out.runs.push(run.counters(w.flows.len()));
+    out.delays.extend(run.delays());
+    out.long_lived.extend(run.long_lived());
+    out.ports.extend(run.busiest());
+    out.queues.extend(run.queues());
 }
 
 impl SimReport {

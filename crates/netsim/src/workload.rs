@@ -396,6 +396,122 @@ impl Gen<'_> {
     }
 }
 
+impl Gen<'_> {
+    /// A random traffic `tr` (index `t`): `Some(count)` traffics generate
+    /// their count, the others fill the span up to `until`.
+    fn random(&mut self, t: usize, tr: &Traffic, counted: bool, until: Time) {
+        match tr {
+            Traffic::Poisson {
+                sizes,
+                share,
+                hosts,
+                flows,
+                class,
+                ..
+            } if flows.is_some() == counted => {
+                self.poisson(t, sizes, *share, hosts, *flows, until, *class);
+            }
+            Traffic::Coflows {
+                sizes,
+                width,
+                share,
+                hosts,
+                coflows,
+                class,
+                deadline,
+                ..
+            } if coflows.is_some() == counted => {
+                self.coflows(
+                    t, sizes, *width, *share, hosts, *coflows, until, *class, *deadline,
+                );
+            }
+            _ => {}
+        }
+    }
+
+    /// Every round of an incast traffic, each a coflow.
+    fn incast(&mut self, t: usize, tr: &Traffic) {
+        let Traffic::Incast {
+            senders,
+            receiver,
+            sizes,
+            start,
+            rounds,
+            interval,
+            class,
+            ..
+        } = tr
+        else {
+            return;
+        };
+        let mut rng = self.rng(t);
+        for r in 0..*rounds {
+            let at = *start + interval.times(u64::from(r));
+            let id = self.out.coflows.len() as u32;
+            let mut bytes = 0;
+            for &s in senders {
+                let size = sizes.sample(&mut rng);
+                bytes += size;
+                let mut f = self.flow(s, *receiver, size, at, *class, t);
+                f.coflow = id;
+                self.out.flows.push(f);
+            }
+            self.out.coflows.push(CoflowSpec {
+                start: at,
+                width: senders.len() as u32,
+                bytes,
+                traffic: t as u16,
+            });
+        }
+    }
+
+    /// The flows of an explicit traffic.
+    fn explicit(&mut self, t: usize, tr: &Traffic) {
+        let Traffic::Flows {
+            src,
+            dst,
+            count,
+            size,
+            start,
+            stop,
+            transport,
+            class,
+            class_step,
+            observe,
+            ..
+        } = tr
+        else {
+            return;
+        };
+        for i in 0..*count {
+            let c = class.saturating_add(i.saturating_mul(*class_step));
+            let mut f = self.flow(*src, *dst, *size, *start, c, t);
+            f.stop = stop.unwrap_or(self.end);
+            f.transport = *transport;
+            f.observe = *observe;
+            self.out.flows.push(f);
+        }
+    }
+}
+
+/// Sorts flows by arrival (stable: equal times keep generation order) and
+/// numbers coflows in the order their first sub-flow arrives.
+fn order(w: &mut Workload) {
+    w.flows.sort_by_key(|f| f.start);
+    let mut remap = vec![NO_COFLOW; w.coflows.len()];
+    let mut order = Vec::with_capacity(w.coflows.len());
+    for f in &mut w.flows {
+        if f.coflow != NO_COFLOW {
+            if remap[f.coflow as usize] == NO_COFLOW {
+                remap[f.coflow as usize] = order.len() as u32;
+                order.push(f.coflow);
+            }
+            f.coflow = remap[f.coflow as usize];
+        }
+    }
+    w.coflows = order.iter().map(|&c| w.coflows[c as usize]).collect();
+}
+
 /// The flows of one run of `traffic` over `topo` at `load` with `seed`;
 /// datagram and long-lived flows stop at `end` unless told otherwise.
 #[must_use]
@@ -409,37 +525,7 @@ pub fn generate(traffic: &[Traffic], topo: &Topology, load: f64, seed: u64, end:
     };
     // Counted random traffics first: they set the span the others fill.
     for (t, tr) in traffic.iter().enumerate() {
-        match tr {
-            Traffic::Poisson {
-                sizes,
-                share,
-                hosts,
-                flows: Some(n),
-                class,
-                ..
-            } => g.poisson(t, sizes, *share, hosts, Some(*n), end, *class),
-            Traffic::Coflows {
-                sizes,
-                width,
-                share,
-                hosts,
-                coflows: Some(n),
-                class,
-                deadline,
-                ..
-            } => g.coflows(
-                t,
-                sizes,
-                *width,
-                *share,
-                hosts,
-                Some(*n),
-                end,
-                *class,
-                *deadline,
-            ),
-            _ => {}
-        }
+        g.random(t, tr, true, end);
     }
     let until = if g.out.span > Time::ZERO {
         g.out.span
@@ -447,96 +533,11 @@ pub fn generate(traffic: &[Traffic], topo: &Topology, load: f64, seed: u64, end:
         end
     };
     for (t, tr) in traffic.iter().enumerate() {
-        match tr {
-            Traffic::Poisson {
-                sizes,
-                share,
-                hosts,
-                flows: None,
-                class,
-                ..
-            } => g.poisson(t, sizes, *share, hosts, None, until, *class),
-            Traffic::Coflows {
-                sizes,
-                width,
-                share,
-                hosts,
-                coflows: None,
-                class,
-                deadline,
-                ..
-            } => g.coflows(
-                t, sizes, *width, *share, hosts, None, until, *class, *deadline,
-            ),
-            Traffic::Incast {
-                senders,
-                receiver,
-                sizes,
-                start,
-                rounds,
-                interval,
-                class,
-                ..
-            } => {
-                let mut rng = g.rng(t);
-                for r in 0..*rounds {
-                    let at = *start + interval.times(u64::from(r));
-                    let id = g.out.coflows.len() as u32;
-                    let mut bytes = 0;
-                    for &s in senders {
-                        let size = sizes.sample(&mut rng);
-                        bytes += size;
-                        let mut f = g.flow(s, *receiver, size, at, *class, t);
-                        f.coflow = id;
-                        g.out.flows.push(f);
-                    }
-                    g.out.coflows.push(CoflowSpec {
-                        start: at,
-                        width: senders.len() as u32,
-                        bytes,
-                        traffic: t as u16,
-                    });
-                }
-            }
-            Traffic::Flows {
-                src,
-                dst,
-                count,
-                size,
-                start,
-                stop,
-                transport,
-                class,
-                class_step,
-                observe,
-                ..
-            } => {
-                for i in 0..*count {
-                    let c = class.saturating_add(i.saturating_mul(*class_step));
-                    let mut f = g.flow(*src, *dst, *size, *start, c, t);
-                    f.stop = stop.unwrap_or(end);
-                    f.transport = *transport;
-                    f.observe = *observe;
-                    g.out.flows.push(f);
-                }
-            }
-            _ => {}
-        }
+        g.random(t, tr, false, until);
+        g.incast(t, tr);
+        g.explicit(t, tr);
     }
-    // Stable: equal arrival times keep generation order.
-    g.out.flows.sort_by_key(|f| f.start);
-    let mut remap = vec![NO_COFLOW; g.out.coflows.len()];
-    let mut order = Vec::with_capacity(g.out.coflows.len());
-    for f in &mut g.out.flows {
-        if f.coflow != NO_COFLOW {
-            if remap[f.coflow as usize] == NO_COFLOW {
-                remap[f.coflow as usize] = order.len() as u32;
-                order.push(f.coflow);
-            }
-            f.coflow = remap[f.coflow as usize];
-        }
-    }
-    g.out.coflows = order.iter().map(|&c| g.out.coflows[c as usize]).collect();
+    order(&mut g.out);
     g.out
 }
 

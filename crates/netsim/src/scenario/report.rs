@@ -19,11 +19,12 @@
 use eiffel_policy::units::{self, SizeUnit};
 use eiffel_policy::PolicyError;
 
-use super::file::ReportFile;
+use super::file::{PanelFile, ReportFile};
 use super::Ctx;
 use crate::time::Delay;
 use crate::topology::Topology;
 use crate::workload::Traffic;
+use toml::Spanned;
 
 /// What a panel plots.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -181,6 +182,102 @@ fn human(b: u64) -> String {
     units::fmt_size(b).replace(' ', "")
 }
 
+/// Class boundaries and names from `size_classes`.
+fn size_classes(
+    ctx: &Ctx<'_>,
+    sc: &Spanned<Vec<String>>,
+) -> Result<(Vec<u64>, Vec<String>), PolicyError> {
+    let mut edges = Vec::new();
+    for s in sc.get_ref() {
+        let b = units::parse::<SizeUnit>(s)
+            .map_err(|e| ctx.index.error(sc.span().start, "report.size_classes", e))?;
+        edges.push(b.get());
+    }
+    if edges.is_empty() || edges.windows(2).any(|w| w[0] >= w[1]) {
+        return ctx.err(sc.span(), "report.size_classes", "give increasing sizes");
+    }
+    let mut names = Vec::new();
+    let mut lo = 0;
+    for &e in &edges {
+        names.push(format!("({},{}]", human(lo), human(e)));
+        lo = e;
+    }
+    names.push(format!("({},inf)", human(lo)));
+    Ok((edges, names))
+}
+
+/// One `[[report.panel]]`.
+fn panel(
+    ctx: &Ctx<'_>,
+    i: usize,
+    p: &PanelFile,
+    spec: &ReportSpec,
+    traffic: &[Traffic],
+) -> Result<Panel, PolicyError> {
+    let key = |k: &str| format!("report.panel[{i}].{k}");
+    let Some(&(metric, _)) = Metric::ALL.iter().find(|(_, n)| n == p.metric.get_ref()) else {
+        let names: Vec<&str> = Metric::ALL.iter().map(|(_, n)| *n).collect();
+        let msg = format!(
+            "unknown metric `{}` (expected one of {})",
+            p.metric.get_ref(),
+            names.join(", ")
+        );
+        return ctx.err(p.metric.span(), &key("metric"), msg);
+    };
+    let size_class = match &p.size_class {
+        Some(c) if !metric.by_size() => {
+            let msg = format!("`{}` is not measured by size class", metric.name());
+            return ctx.err(c.span(), &key("size_class"), msg);
+        }
+        Some(c) if c.get_ref() != "all" && !spec.size_names.contains(c.get_ref()) => {
+            let msg = format!(
+                "unknown size class (expected all, {})",
+                spec.size_names.join(", ")
+            );
+            return ctx.err(c.span(), &key("size_class"), msg);
+        }
+        Some(c) => Some(c.get_ref().clone()),
+        None => None,
+    };
+    let traffic_name = match &p.traffic {
+        Some(t) if !traffic.iter().any(|x| x.name() == t.get_ref()) => {
+            return ctx.err(
+                t.span(),
+                &key("traffic"),
+                format!("no traffic called `{}`", t.get_ref()),
+            );
+        }
+        Some(t) => Some(t.get_ref().clone()),
+        None if metric.is_delay() => {
+            return ctx.err(
+                p.metric.span(),
+                &key("traffic"),
+                "a delay panel names the observed `traffic`",
+            )
+        }
+        None => None,
+    };
+    let x = match p.x.as_ref().map(|x| (x.get_ref().as_str(), x.span())) {
+        None | Some(("load", _)) => Axis::Load,
+        Some(("scheme", _)) => Axis::Scheme,
+        Some((other, at)) => {
+            return ctx.err(
+                at,
+                &key("x"),
+                format!("unknown axis `{other}` (expected load or scheme)"),
+            )
+        }
+    };
+    Ok(Panel {
+        title: p.title.get_ref().clone(),
+        metric,
+        size_class,
+        traffic: traffic_name,
+        x,
+        log_y: p.log_y.as_ref().is_some_and(|l| *l.get_ref()),
+    })
+}
+
 /// Builds the report section.
 pub(super) fn build(
     ctx: &Ctx<'_>,
@@ -193,33 +290,14 @@ pub(super) fn build(
         return Ok(spec);
     };
     if let Some(sc) = &r.size_classes {
-        let mut edges = Vec::new();
-        for s in sc.get_ref() {
-            let b = units::parse::<SizeUnit>(s)
-                .map_err(|e| ctx.index.error(sc.span().start, "report.size_classes", e))?;
-            edges.push(b.get());
-        }
-        if edges.is_empty() || edges.windows(2).any(|w| w[0] >= w[1]) {
-            return ctx.err(sc.span(), "report.size_classes", "give increasing sizes");
-        }
-        let mut names = Vec::new();
-        let mut lo = 0;
-        for &e in &edges {
-            names.push(format!("({},{}]", human(lo), human(e)));
-            lo = e;
-        }
-        names.push(format!("({},inf)", human(lo)));
-        spec.size_edges = edges;
-        spec.size_names = names;
+        (spec.size_edges, spec.size_names) = size_classes(ctx, sc)?;
     }
     if let Some(ports) = &r.sample_ports {
         for name in ports.get_ref() {
             let Some(p) = topo.find_port(name) else {
-                return ctx.err(
-                    ports.span(),
-                    "report.sample_ports",
-                    format!("`{name}` is not a port (write it as \"from->to\", two linked nodes)"),
-                );
+                let msg =
+                    format!("`{name}` is not a port (write it as \"from->to\", two linked nodes)");
+                return ctx.err(ports.span(), "report.sample_ports", msg);
             };
             spec.sample_ports.push(p);
         }
@@ -235,78 +313,8 @@ pub(super) fn build(
     }
     spec.check = r.check.as_ref().is_some_and(|c| *c.get_ref());
     for (i, p) in r.panel.iter().enumerate() {
-        let p = p.get_ref();
-        let key = |k: &str| format!("report.panel[{i}].{k}");
-        let Some(&(metric, _)) = Metric::ALL.iter().find(|(_, n)| n == p.metric.get_ref()) else {
-            let names: Vec<&str> = Metric::ALL.iter().map(|(_, n)| *n).collect();
-            return ctx.err(
-                p.metric.span(),
-                &key("metric"),
-                format!(
-                    "unknown metric `{}` (expected one of {})",
-                    p.metric.get_ref(),
-                    names.join(", ")
-                ),
-            );
-        };
-        let size_class = match &p.size_class {
-            Some(c) if !metric.by_size() => {
-                return ctx.err(
-                    c.span(),
-                    &key("size_class"),
-                    format!("`{}` is not measured by size class", metric.name()),
-                )
-            }
-            Some(c) if c.get_ref() != "all" && !spec.size_names.contains(c.get_ref()) => {
-                return ctx.err(
-                    c.span(),
-                    &key("size_class"),
-                    format!(
-                        "unknown size class (expected all, {})",
-                        spec.size_names.join(", ")
-                    ),
-                );
-            }
-            Some(c) => Some(c.get_ref().clone()),
-            None => None,
-        };
-        let traffic_name = match &p.traffic {
-            Some(t) if !traffic.iter().any(|x| x.name() == t.get_ref()) => {
-                return ctx.err(
-                    t.span(),
-                    &key("traffic"),
-                    format!("no traffic called `{}`", t.get_ref()),
-                );
-            }
-            Some(t) => Some(t.get_ref().clone()),
-            None if metric.is_delay() => {
-                return ctx.err(
-                    p.metric.span(),
-                    &key("traffic"),
-                    "a delay panel names the observed `traffic`",
-                )
-            }
-            None => None,
-        };
-        let x = match p.x.as_ref().map(|x| (x.get_ref().as_str(), x.span())) {
-            None | Some(("load", _)) => Axis::Load,
-            Some(("scheme", _)) => Axis::Scheme,
-            Some((other, at)) => {
-                return ctx.err(
-                    at,
-                    &key("x"),
-                    format!("unknown axis `{other}` (expected load or scheme)"),
-                )
-            }
-        };
-        spec.panels.push(Panel {
-            title: p.title.get_ref().clone(),
-            metric,
-            size_class,
-            traffic: traffic_name,
-            x,
-            log_y: p.log_y.as_ref().is_some_and(|l| *l.get_ref()),
-        });
+        let panel = panel(ctx, i, p.get_ref(), &spec, traffic)?;
+        spec.panels.push(panel);
     }
     Ok(spec)
 }

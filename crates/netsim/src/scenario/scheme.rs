@@ -79,6 +79,204 @@ fn policy(
     Ok(Arc::new(Policy::parse(&text, &name)?))
 }
 
+/// Field helpers bound to one scheme section.
+struct Fields<'a> {
+    ctx: &'a Ctx<'a>,
+    i: usize,
+    s: &'a SchemeFile,
+}
+
+type Dur = Option<Spanned<eiffel_policy::units::Time>>;
+
+impl Fields<'_> {
+    fn key(&self, k: &str) -> String {
+        format!("scheme[{}].{k}", self.i)
+    }
+
+    /// An error if `k` (at `at`) is set on a scheme it does not apply to.
+    fn refuse(
+        &self,
+        k: &str,
+        at: Option<core::ops::Range<usize>>,
+        applies: &str,
+    ) -> Result<(), PolicyError> {
+        match at {
+            Some(at) => self.ctx.err(
+                at,
+                &self.key(k),
+                format!("`{k}` applies to {applies} schemes"),
+            ),
+            None => Ok(()),
+        }
+    }
+
+    fn window(&self, v: &Option<Spanned<i64>>, k: &str, d: u32) -> Result<u32, PolicyError> {
+        v.as_ref().map_or(Ok(d), |w| {
+            self.ctx
+                .int(w, &self.key(k), 1, i64::from(MAX_WINDOW))
+                .map(|w| w as u32)
+        })
+    }
+
+    fn dur(v: &Dur, d: Delay) -> Delay {
+        v.as_ref().map_or(d, |x| Delay(x.get_ref().get()))
+    }
+
+    fn buffer(
+        &self,
+        v: &Option<Spanned<eiffel_policy::units::Size>>,
+        k: &str,
+        d: u64,
+    ) -> Result<u64, PolicyError> {
+        match v {
+            Some(b) if b.get_ref().get() < 1500 => self.ctx.err(
+                b.span(),
+                &self.key(k),
+                "a buffer holds at least one 1500-byte packet",
+            ),
+            Some(b) => Ok(b.get_ref().get()),
+            None => Ok(d),
+        }
+    }
+
+    fn tcp(&self, dctcp: bool) -> Result<SchemeTransport, PolicyError> {
+        let s = self.s;
+        self.refuse("rto", s.rto.as_ref().map(Spanned::span), "pfabric")?;
+        if !dctcp {
+            self.refuse(
+                "dctcp_gain",
+                s.dctcp_gain.as_ref().map(Spanned::span),
+                "dctcp",
+            )?;
+        }
+        let d = TcpParams::default();
+        let gain = match &s.dctcp_gain {
+            Some(g) if *g.get_ref() > 0.0 && *g.get_ref() <= 1.0 => *g.get_ref(),
+            Some(g) => {
+                return self.ctx.err(
+                    g.span(),
+                    &self.key("dctcp_gain"),
+                    "DCTCP's gain is in (0, 1]",
+                )
+            }
+            None => d.dctcp_gain,
+        };
+        let p = TcpParams {
+            init_window: self.window(&s.init_window, "init_window", d.init_window)?,
+            max_window: self.window(&s.max_window, "max_window", d.max_window)?,
+            min_rto: Self::dur(&s.min_rto, d.min_rto),
+            init_rto: Self::dur(&s.init_rto, d.init_rto),
+            max_rto: Self::dur(&s.max_rto, d.max_rto),
+            dctcp_gain: gain,
+        };
+        if p.min_rto.0 == 0 || p.min_rto > p.max_rto {
+            return self.ctx.err(
+                s.transport.span(),
+                &self.key("min_rto"),
+                "need 0 < min_rto <= max_rto",
+            );
+        }
+        Ok(if dctcp {
+            SchemeTransport::Dctcp(p)
+        } else {
+            SchemeTransport::Tcp(p)
+        })
+    }
+
+    fn pfabric(&self) -> Result<SchemeTransport, PolicyError> {
+        let s = self.s;
+        for (k, at) in [
+            ("min_rto", &s.min_rto),
+            ("init_rto", &s.init_rto),
+            ("max_rto", &s.max_rto),
+        ] {
+            self.refuse(k, at.as_ref().map(Spanned::span), "tcp and dctcp")?;
+        }
+        self.refuse(
+            "dctcp_gain",
+            s.dctcp_gain.as_ref().map(Spanned::span),
+            "dctcp",
+        )?;
+        let d = PfabricParams::default();
+        let init = self.window(&s.init_window, "init_window", d.init_window)?;
+        let p = PfabricParams {
+            init_window: init,
+            max_window: self.window(&s.max_window, "max_window", init.max(d.max_window))?,
+            rto: Self::dur(&s.rto, d.rto),
+        };
+        if p.rto.0 == 0 {
+            return self.ctx.err(
+                s.transport.span(),
+                &self.key("rto"),
+                "the timeout must be positive",
+            );
+        }
+        Ok(SchemeTransport::Pfabric(p))
+    }
+
+    fn transport(&self) -> Result<SchemeTransport, PolicyError> {
+        match self.s.transport.get_ref().as_str() {
+            "tcp" => self.tcp(false),
+            "dctcp" => self.tcp(true),
+            "pfabric" => self.pfabric(),
+            other => self.ctx.err(
+                self.s.transport.span(),
+                &self.key("transport"),
+                format!("unknown transport `{other}` (expected tcp, dctcp or pfabric)"),
+            ),
+        }
+    }
+
+    fn drop(&self, pfabric: bool) -> Result<DropPolicy, PolicyError> {
+        match self
+            .s
+            .drop
+            .as_ref()
+            .map(|d| (d.get_ref().as_str(), d.span()))
+        {
+            None if pfabric => Ok(DropPolicy::LowestPriority),
+            None | Some(("tail", _)) => Ok(DropPolicy::Tail),
+            Some(("lowest-priority", _)) => Ok(DropPolicy::LowestPriority),
+            Some((other, at)) => self.ctx.err(
+                at,
+                &self.key("drop"),
+                format!("unknown drop rule `{other}` (expected tail or lowest-priority)"),
+            ),
+        }
+    }
+
+    fn scheme(&self) -> Result<Scheme, PolicyError> {
+        let s = self.s;
+        let transport = self.transport()?;
+        let pfabric = matches!(transport, SchemeTransport::Pfabric(_));
+        let ecn_threshold = match (&s.ecn_threshold, transport) {
+            (Some(k), _) => Some(k.get_ref().get()),
+            (None, SchemeTransport::Dctcp(_)) => Some(65 * 1500),
+            (None, _) => None,
+        };
+        let vars = s
+            .policy_vars
+            .as_ref()
+            .map(|v| v.get_ref().clone())
+            .unwrap_or_default();
+        let switch_policy = policy(self.ctx, &s.policy, &vars, &self.key("policy"))?;
+        let host_policy = match &s.host_policy {
+            Some(h) => policy(self.ctx, h, &vars, &self.key("host_policy"))?,
+            None => Arc::clone(&switch_policy),
+        };
+        Ok(Scheme {
+            name: s.name.get_ref().clone(),
+            transport,
+            switch_policy,
+            host_policy,
+            buffer: self.buffer(&s.buffer, "buffer", if pfabric { 36_000 } else { 225_000 })?,
+            host_buffer: self.buffer(&s.host_buffer, "host_buffer", 1_000_000)?,
+            drop: self.drop(pfabric)?,
+            ecn_threshold,
+        })
+    }
+}
+
 /// Builds every scheme section.
 pub(super) fn build(
     ctx: &Ctx<'_>,
@@ -87,165 +285,18 @@ pub(super) fn build(
     let mut out = Vec::with_capacity(list.len());
     for (i, s) in list.iter().enumerate() {
         let s = s.get_ref();
-        let key = |k: &str| format!("scheme[{i}].{k}");
         if let Some(j) = list[..i]
             .iter()
             .position(|u| u.get_ref().name.get_ref() == s.name.get_ref())
         {
+            let key = format!("scheme[{i}].name");
             return ctx.err(
                 s.name.span(),
-                &key("name"),
+                &key,
                 format!("duplicate scheme name (also scheme[{j}])"),
             );
         }
-        let kind = s.transport.get_ref().as_str();
-        let tcp_only = [
-            ("min_rto", s.min_rto.as_ref().map(Spanned::span)),
-            ("init_rto", s.init_rto.as_ref().map(Spanned::span)),
-            ("max_rto", s.max_rto.as_ref().map(Spanned::span)),
-        ];
-        let refuse = |k: &str,
-                      at: Option<core::ops::Range<usize>>,
-                      applies: &str|
-         -> Result<(), PolicyError> {
-            match at {
-                Some(at) => ctx.err(at, &key(k), format!("`{k}` applies to {applies} schemes")),
-                None => Ok(()),
-            }
-        };
-        let window = |v: &Option<Spanned<i64>>, k: &str, d: u32| -> Result<u32, PolicyError> {
-            v.as_ref().map_or(Ok(d), |w| {
-                ctx.int(w, &key(k), 1, i64::from(MAX_WINDOW))
-                    .map(|w| w as u32)
-            })
-        };
-        let dur = |v: &Option<Spanned<eiffel_policy::units::Time>>, d: Delay| {
-            v.as_ref().map_or(d, |x| Delay(x.get_ref().get()))
-        };
-        let transport = match kind {
-            "tcp" | "dctcp" => {
-                refuse("rto", s.rto.as_ref().map(Spanned::span), "pfabric")?;
-                if kind == "tcp" {
-                    refuse(
-                        "dctcp_gain",
-                        s.dctcp_gain.as_ref().map(Spanned::span),
-                        "dctcp",
-                    )?;
-                }
-                let d = TcpParams::default();
-                let gain = match &s.dctcp_gain {
-                    Some(g) if *g.get_ref() > 0.0 && *g.get_ref() <= 1.0 => *g.get_ref(),
-                    Some(g) => {
-                        return ctx.err(g.span(), &key("dctcp_gain"), "DCTCP's gain is in (0, 1]")
-                    }
-                    None => d.dctcp_gain,
-                };
-                let p = TcpParams {
-                    init_window: window(&s.init_window, "init_window", d.init_window)?,
-                    max_window: window(&s.max_window, "max_window", d.max_window)?,
-                    min_rto: dur(&s.min_rto, d.min_rto),
-                    init_rto: dur(&s.init_rto, d.init_rto),
-                    max_rto: dur(&s.max_rto, d.max_rto),
-                    dctcp_gain: gain,
-                };
-                if p.min_rto.0 == 0 || p.min_rto > p.max_rto {
-                    return ctx.err(
-                        s.transport.span(),
-                        &key("min_rto"),
-                        "need 0 < min_rto <= max_rto",
-                    );
-                }
-                if kind == "tcp" {
-                    SchemeTransport::Tcp(p)
-                } else {
-                    SchemeTransport::Dctcp(p)
-                }
-            }
-            "pfabric" => {
-                for (k, at) in tcp_only {
-                    refuse(k, at, "tcp and dctcp")?;
-                }
-                refuse(
-                    "dctcp_gain",
-                    s.dctcp_gain.as_ref().map(Spanned::span),
-                    "dctcp",
-                )?;
-                let d = PfabricParams::default();
-                let init = window(&s.init_window, "init_window", d.init_window)?;
-                let p = PfabricParams {
-                    init_window: init,
-                    max_window: window(&s.max_window, "max_window", init.max(d.max_window))?,
-                    rto: dur(&s.rto, d.rto),
-                };
-                if p.rto.0 == 0 {
-                    return ctx.err(
-                        s.transport.span(),
-                        &key("rto"),
-                        "the timeout must be positive",
-                    );
-                }
-                SchemeTransport::Pfabric(p)
-            }
-            other => {
-                return ctx.err(
-                    s.transport.span(),
-                    &key("transport"),
-                    format!("unknown transport `{other}` (expected tcp, dctcp or pfabric)"),
-                );
-            }
-        };
-        let pfabric = matches!(transport, SchemeTransport::Pfabric(_));
-        let drop = match s.drop.as_ref().map(|d| (d.get_ref().as_str(), d.span())) {
-            None if pfabric => DropPolicy::LowestPriority,
-            None | Some(("tail", _)) => DropPolicy::Tail,
-            Some(("lowest-priority", _)) => DropPolicy::LowestPriority,
-            Some((other, at)) => {
-                return ctx.err(
-                    at,
-                    &key("drop"),
-                    format!("unknown drop rule `{other}` (expected tail or lowest-priority)"),
-                )
-            }
-        };
-        let ecn_threshold = match (&s.ecn_threshold, kind) {
-            (Some(k), _) => Some(k.get_ref().get()),
-            (None, "dctcp") => Some(65 * 1500),
-            (None, _) => None,
-        };
-        let vars = s
-            .policy_vars
-            .as_ref()
-            .map(|v| v.get_ref().clone())
-            .unwrap_or_default();
-        let switch_policy = policy(ctx, &s.policy, &vars, &key("policy"))?;
-        let host_policy = match &s.host_policy {
-            Some(h) => policy(ctx, h, &vars, &key("host_policy"))?,
-            None => Arc::clone(&switch_policy),
-        };
-        let size = |v: &Option<Spanned<eiffel_policy::units::Size>>,
-                    k: &str,
-                    d: u64|
-         -> Result<u64, PolicyError> {
-            match v {
-                Some(b) if b.get_ref().get() < 1500 => ctx.err(
-                    b.span(),
-                    &key(k),
-                    "a buffer holds at least one 1500-byte packet",
-                ),
-                Some(b) => Ok(b.get_ref().get()),
-                None => Ok(d),
-            }
-        };
-        out.push(Scheme {
-            name: s.name.get_ref().clone(),
-            transport,
-            switch_policy,
-            host_policy,
-            buffer: size(&s.buffer, "buffer", if pfabric { 36_000 } else { 225_000 })?,
-            host_buffer: size(&s.host_buffer, "host_buffer", 1_000_000)?,
-            drop,
-            ecn_threshold,
-        });
+        out.push(Fields { ctx, i, s }.scheme()?);
     }
     Ok(out)
 }

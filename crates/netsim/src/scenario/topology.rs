@@ -187,47 +187,20 @@ fn lossless(
     Ok(link(ctx, l, &format!("topology.{key}"))?.0)
 }
 
-/// Builds the topology and the per-port random losses.
-pub(super) fn build(
-    ctx: &Ctx<'_>,
-    f: &TopologyFile,
-) -> Result<(Topology, LinkExtras), PolicyError> {
+/// A built-in topology and the loss probabilities of its host links and of
+/// its other links.
+fn builtin(ctx: &Ctx<'_>, f: &TopologyFile) -> Result<(Topology, f64, f64), PolicyError> {
     let kind = &f.kind;
-    let Some(&(_, allowed)) = KEYS.iter().find(|(k, _)| *k == kind.get_ref().as_str()) else {
-        let names: Vec<&str> = KEYS.iter().map(|(k, _)| *k).collect();
-        return ctx.err(
-            kind.span(),
-            "topology.kind",
-            format!(
-                "unknown topology `{}` (expected {})",
-                kind.get_ref(),
-                names.join(", ")
-            ),
-        );
-    };
-    if let Some((k, at)) = present(f).into_iter().find(|(k, _)| !allowed.contains(k)) {
-        return ctx.err(
-            at..at,
-            &format!("topology.{k}"),
-            format!("`{k}` does not apply to a `{}` topology", kind.get_ref()),
-        );
-    }
     let topo_err = |e: TopologyError| ctx.index.at_key("topology", e.to_string());
-    // Losses of the host links and of the others, resolved to ports below.
-    let (mut host_loss, mut other_loss) = (0.0, 0.0);
-    let topo = match kind.get_ref().as_str() {
+    match kind.get_ref().as_str() {
         "leaf-spine" => {
             let (host, hl) = req_link(ctx, &f.host_link, kind, "host_link")?;
             let (fabric, fl) = req_link(ctx, &f.fabric_link, kind, "fabric_link")?;
-            (host_loss, other_loss) = (hl, fl);
-            Topology::leaf_spine(
-                count(ctx, &f.leaves, kind, "leaves", 1, 4096)?,
-                count(ctx, &f.spines, kind, "spines", 1, 4096)?,
-                count(ctx, &f.hosts_per_leaf, kind, "hosts_per_leaf", 1, 4096)?,
-                host,
-                fabric,
-            )
-            .map_err(topo_err)?
+            let leaves = count(ctx, &f.leaves, kind, "leaves", 1, 4096)?;
+            let spines = count(ctx, &f.spines, kind, "spines", 1, 4096)?;
+            let per = count(ctx, &f.hosts_per_leaf, kind, "hosts_per_leaf", 1, 4096)?;
+            let t = Topology::leaf_spine(leaves, spines, per, host, fabric).map_err(topo_err)?;
+            Ok((t, hl, fl))
         }
         "fat-tree" => {
             let host = lossless(ctx, &f.host_link, kind, "host_link")?;
@@ -238,40 +211,58 @@ pub(super) fn build(
             if kv % 2 != 0 {
                 return ctx.err(k.span(), "topology.k", "a fat tree's k is even");
             }
-            Topology::fat_tree(kv as usize, host, edge, core).map_err(topo_err)?
+            let t = Topology::fat_tree(kv as usize, host, edge, core).map_err(topo_err)?;
+            Ok((t, 0.0, 0.0))
         }
         "dumbbell" => {
             let (access, al) = req_link(ctx, &f.access_link, kind, "access_link")?;
             let (neck, nl) = req_link(ctx, &f.bottleneck, kind, "bottleneck")?;
-            (host_loss, other_loss) = (al, nl);
-            Topology::dumbbell(
-                count(ctx, &f.senders, kind, "senders", 1, 1 << 16)?,
-                count(ctx, &f.receivers, kind, "receivers", 1, 1 << 16)?,
-                access,
-                neck,
-            )
-            .map_err(topo_err)?
+            let senders = count(ctx, &f.senders, kind, "senders", 1, 1 << 16)?;
+            let receivers = count(ctx, &f.receivers, kind, "receivers", 1, 1 << 16)?;
+            let t = Topology::dumbbell(senders, receivers, access, neck).map_err(topo_err)?;
+            Ok((t, al, nl))
         }
-        "parking-lot" => {
+        _ => {
             let access = lossless(ctx, &f.access_link, kind, "access_link")?;
             let core = lossless(ctx, &f.router_link, kind, "router_link")?;
-            Topology::parking_lot(
-                count(ctx, &f.routers, kind, "routers", 2, 1024)?,
-                count(
-                    ctx,
-                    &f.hosts_per_router,
-                    kind,
-                    "hosts_per_router",
-                    1,
-                    1 << 16,
-                )?,
-                access,
-                core,
-            )
-            .map_err(topo_err)?
+            let routers = count(ctx, &f.routers, kind, "routers", 2, 1024)?;
+            let per = count(
+                ctx,
+                &f.hosts_per_router,
+                kind,
+                "hosts_per_router",
+                1,
+                1 << 16,
+            )?;
+            let t = Topology::parking_lot(routers, per, access, core).map_err(topo_err)?;
+            Ok((t, 0.0, 0.0))
         }
-        _ => return custom(ctx, f),
+    }
+}
+
+/// Builds the topology and the per-port random losses.
+pub(super) fn build(
+    ctx: &Ctx<'_>,
+    f: &TopologyFile,
+) -> Result<(Topology, LinkExtras), PolicyError> {
+    let kind = &f.kind;
+    let Some(&(_, allowed)) = KEYS.iter().find(|(k, _)| *k == kind.get_ref().as_str()) else {
+        let names: Vec<&str> = KEYS.iter().map(|(k, _)| *k).collect();
+        let msg = format!(
+            "unknown topology `{}` (expected {})",
+            kind.get_ref(),
+            names.join(", ")
+        );
+        return ctx.err(kind.span(), "topology.kind", msg);
     };
+    if let Some((k, at)) = present(f).into_iter().find(|(k, _)| !allowed.contains(k)) {
+        let msg = format!("`{k}` does not apply to a `{}` topology", kind.get_ref());
+        return ctx.err(at..at, &format!("topology.{k}"), msg);
+    }
+    if kind.get_ref() == "custom" {
+        return custom(ctx, f);
+    }
+    let (topo, host_loss, other_loss) = builtin(ctx, f)?;
     let mut extras = LinkExtras::default();
     for p in 0..topo.ports().len() as u32 {
         let loss = if is_host_port(&topo, p) {

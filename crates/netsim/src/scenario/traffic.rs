@@ -368,29 +368,12 @@ fn incast(
     })
 }
 
-fn flows(
+/// The `transport` of a `flows` traffic and its datagram keys.
+fn flow_transport(
     ctx: &Ctx<'_>,
     t: &TrafficFile,
-    topo: &Topology,
-    i: usize,
-    class: u32,
-) -> Result<Traffic, PolicyError> {
-    let key = |k: &str| format!("traffic[{i}].{k}");
-    let src = host(
-        ctx,
-        topo,
-        need(ctx, &t.src, &t.kind, &key("src"), "flows")?,
-        &key("src"),
-    )?;
-    let dst_v = need(ctx, &t.dst, &t.kind, &key("dst"), "flows")?;
-    let dst = host(ctx, topo, dst_v, &key("dst"))?;
-    if src == dst {
-        return ctx.err(
-            dst_v.span(),
-            &key("dst"),
-            "a flow from a host to itself never enters the network",
-        );
-    }
+    key: &dyn Fn(&str) -> String,
+) -> Result<FlowTransport, PolicyError> {
     let transport = t
         .transport
         .as_ref()
@@ -401,7 +384,7 @@ fn flows(
         ("off", t.off.is_some()),
         ("shape", t.shape.is_some()),
     ];
-    let transport = match transport {
+    match transport {
         "scheme" => {
             if let Some((k, _)) = udp_only.iter().chain(&onoff_only).find(|(_, p)| *p) {
                 return ctx.err(
@@ -410,7 +393,7 @@ fn flows(
                     format!("`{k}` applies to udp-cbr and udp-onoff flows"),
                 );
             }
-            FlowTransport::Scheme
+            Ok(FlowTransport::Scheme)
         }
         "udp-cbr" | "udp-onoff" => {
             let rate = need(ctx, &t.rate, &t.kind, &key("rate"), transport)?;
@@ -435,46 +418,90 @@ fn flows(
                 }
                 UdpPattern::Cbr
             } else {
-                let on = need(ctx, &t.on, &t.kind, &key("on"), transport)?;
-                let off = need(ctx, &t.off, &t.kind, &key("off"), transport)?;
-                let shape = match &t.shape {
-                    Some(s) if *s.get_ref() > 1.0 && s.get_ref().is_finite() => *s.get_ref(),
-                    Some(s) => {
-                        return ctx.err(
-                            s.span(),
-                            &key("shape"),
-                            "the Pareto shape must be above 1 (for a finite mean)",
-                        )
-                    }
-                    None => 1.5,
-                };
-                if on.get_ref().get() == 0 || off.get_ref().get() == 0 {
-                    return ctx.err(on.span(), &key("on"), "on and off periods must be positive");
-                }
-                UdpPattern::OnOff {
-                    on: Delay(on.get_ref().get()),
-                    off: Delay(off.get_ref().get()),
-                    shape,
-                }
+                on_off(ctx, t, key, transport)?
             };
-            FlowTransport::Udp {
+            Ok(FlowTransport::Udp {
                 rate: Rate(rate.get_ref().get()),
                 len,
                 pattern,
-            }
+            })
         }
         other => {
             let at = t.transport.as_ref().map_or(t.kind.span(), Spanned::span);
-            return ctx.err(
+            ctx.err(
                 at,
                 &key("transport"),
                 format!("unknown transport `{other}` (expected scheme, udp-cbr or udp-onoff)"),
-            );
+            )
         }
+    }
+}
+
+/// The Pareto on/off pattern of a `udp-onoff` flow.
+fn on_off(
+    ctx: &Ctx<'_>,
+    t: &TrafficFile,
+    key: &dyn Fn(&str) -> String,
+    kind: &str,
+) -> Result<UdpPattern, PolicyError> {
+    let on = need(ctx, &t.on, &t.kind, &key("on"), kind)?;
+    let off = need(ctx, &t.off, &t.kind, &key("off"), kind)?;
+    let shape = match &t.shape {
+        Some(s) if *s.get_ref() > 1.0 && s.get_ref().is_finite() => *s.get_ref(),
+        Some(s) => {
+            return ctx.err(
+                s.span(),
+                &key("shape"),
+                "the Pareto shape must be above 1 (for a finite mean)",
+            )
+        }
+        None => 1.5,
     };
+    if on.get_ref().get() == 0 || off.get_ref().get() == 0 {
+        return ctx.err(on.span(), &key("on"), "on and off periods must be positive");
+    }
+    Ok(UdpPattern::OnOff {
+        on: Delay(on.get_ref().get()),
+        off: Delay(off.get_ref().get()),
+        shape,
+    })
+}
+
+fn flows(
+    ctx: &Ctx<'_>,
+    t: &TrafficFile,
+    topo: &Topology,
+    i: usize,
+    class: u32,
+) -> Result<Traffic, PolicyError> {
+    let key = |k: &str| format!("traffic[{i}].{k}");
+    let src = host(
+        ctx,
+        topo,
+        need(ctx, &t.src, &t.kind, &key("src"), "flows")?,
+        &key("src"),
+    )?;
+    let dst_v = need(ctx, &t.dst, &t.kind, &key("dst"), "flows")?;
+    let dst = host(ctx, topo, dst_v, &key("dst"))?;
+    if src == dst {
+        return ctx.err(
+            dst_v.span(),
+            &key("dst"),
+            "a flow from a host to itself never enters the network",
+        );
+    }
+    let transport = flow_transport(ctx, t, &key)?;
+    let udp = matches!(transport, FlowTransport::Udp { .. });
     let size = match &t.size {
+        Some(s) if udp => {
+            return ctx.err(
+                s.span(),
+                &key("size"),
+                "datagram flows run from `start` to `stop`: no size",
+            )
+        }
         Some(s) => size_of(ctx, s, &key("size"), true)?,
-        None if matches!(transport, FlowTransport::Udp { .. }) => u64::MAX,
+        None if udp => u64::MAX,
         None => {
             return ctx.err(
                 t.kind.span(),
@@ -483,41 +510,31 @@ fn flows(
             )
         }
     };
-    if size != u64::MAX && matches!(transport, FlowTransport::Udp { .. }) {
-        return ctx.err(
-            t.size.as_ref().map_or(t.kind.span(), Spanned::span),
-            &key("size"),
-            "datagram flows run from `start` to `stop`: no size",
-        );
-    }
-    if let (Some(st), FlowTransport::Scheme) = (&t.stop, transport) {
+    if let (Some(st), false) = (&t.stop, udp) {
         return ctx.err(
             st.span(),
             &key("stop"),
             "`stop` applies to datagram flows; long-lived flows run to the end",
         );
     }
+    let int =
+        |v: &Option<Spanned<i64>>, k: &str, lo: i64, hi: i64, d: i64| -> Result<u32, PolicyError> {
+            Ok(v.as_ref()
+                .map(|c| ctx.int(c, &key(k), lo, hi))
+                .transpose()?
+                .unwrap_or(d) as u32)
+        };
     Ok(Traffic::Flows {
         name: t.name.get_ref().clone(),
         src,
         dst,
-        count: t
-            .count
-            .as_ref()
-            .map(|c| ctx.int(c, &key("count"), 1, 1 << 20))
-            .transpose()?
-            .unwrap_or(1) as u32,
+        count: int(&t.count, "count", 1, 1 << 20, 1)?,
         size,
         start: Time(t.start.as_ref().map_or(0, |s| s.get_ref().get())),
         stop: t.stop.as_ref().map(|s| Time(s.get_ref().get())),
         transport,
         class,
-        class_step: t
-            .class_step
-            .as_ref()
-            .map(|c| ctx.int(c, &key("class_step"), 0, 1 << 16))
-            .transpose()?
-            .unwrap_or(0) as u32,
+        class_step: int(&t.class_step, "class_step", 0, 1 << 16, 0)?,
         observe: t.observe.as_ref().is_some_and(|o| *o.get_ref()),
     })
 }

@@ -155,7 +155,7 @@ impl<Q: EventQueue> Sim<'_, Q> {
         let fl = &mut self.flows[p.flow as usize];
         if let Sender::Udp(_) = fl.sender {
             fl.delivered += u64::from(p.len);
-            if fl.observed != super::NOT_OBSERVED {
+            if fl.observed != super::NOT_OBSERVED && p.sent >= self.cfg.measure_from {
                 self.observed[fl.observed as usize].record(now.since(p.sent));
             }
             self.counters.consumed += 1;

@@ -82,7 +82,8 @@ pub struct RunConfig {
     pub transport: SchemeTransport,
     /// The run stops here at the latest.
     pub end: Time,
-    /// Long-lived flows' throughput is measured from here.
+    /// Long-lived flows' goodput, and the delays of observed flows' packets,
+    /// are measured from here (packets sent from then on).
     pub measure_from: Time,
     /// Ports whose queues are sampled, and how often.
     pub sample: Option<(Vec<u32>, Delay)>,
@@ -203,41 +204,7 @@ impl<'a, Q: EventQueue> Sim<'a, Q> {
             .unwrap_or(1);
         assert!(policies <= MAX_POLICIES, "at most {MAX_POLICIES} policies");
         let salt = mix64(cfg.seed ^ 0x5EED);
-        let mut observed = Vec::new();
-        let flows: Vec<FlowState> = workload
-            .flows
-            .iter()
-            .enumerate()
-            .map(|(i, spec)| {
-                let mut leaves = [0u32; MAX_POLICIES];
-                for (p, l) in leaves.iter_mut().enumerate().take(policies) {
-                    *l = leaf(p, i as u32, spec.class);
-                }
-                let obs = if spec.observe {
-                    observed.push(DelayStats::default());
-                    observed.len() as u32 - 1
-                } else {
-                    NOT_OBSERVED
-                };
-                FlowState {
-                    spec: *spec,
-                    hash: mix64(salt ^ i as u64),
-                    seg: Segments::of(spec.size),
-                    sender: Sender::NotStarted,
-                    recv: Receiver::default(),
-                    timer_gen: 0,
-                    timer_ev: Time::NEVER,
-                    finished: Time::NEVER,
-                    leaves,
-                    slots_fwd: [NO_SLOT; MAX_HOPS],
-                    slots_rev: [NO_SLOT; MAX_HOPS],
-                    delivered: 0,
-                    acked_at_measure: 0,
-                    drops: 0,
-                    observed: obs,
-                }
-            })
-            .collect();
+        let (flows, observed) = flow_states(workload, salt, policies, leaf);
         let store: usize = ports
             .iter()
             .map(|p| p.tree().spec().capacity as usize + p.in_flight_capacity())
@@ -258,10 +225,8 @@ impl<'a, Q: EventQueue> Sim<'a, Q> {
             .unwrap_or(Time::ZERO);
         let coflows = workload.coflows.len();
         let mut coflow_left = vec![0u32; coflows];
-        for f in &workload.flows {
-            if f.coflow != NO_COFLOW {
-                coflow_left[f.coflow as usize] += 1;
-            }
+        for f in workload.flows.iter().filter(|f| f.coflow != NO_COFLOW) {
+            coflow_left[f.coflow as usize] += 1;
         }
         let rng = SmallRng::seed_from_u64(mix64(cfg.seed ^ 0x10_55));
         let far = topo
@@ -417,6 +382,53 @@ impl<'a, Q: EventQueue> Sim<'a, Q> {
             .sum();
         assert_eq!(held, queued, "packets held outside queues and links");
     }
+}
+
+/// The state of every flow before the run, and the delay statistics of the
+/// observed ones; `leaf(policy, flow, class)` classifies each flow once per
+/// policy.
+fn flow_states(
+    workload: &Workload,
+    salt: u64,
+    policies: usize,
+    leaf: impl Fn(usize, u32, u32) -> u32,
+) -> (Vec<FlowState>, Vec<DelayStats>) {
+    let mut observed = Vec::new();
+    let flows = workload
+        .flows
+        .iter()
+        .enumerate()
+        .map(|(i, spec)| {
+            let mut leaves = [0u32; MAX_POLICIES];
+            for (p, l) in leaves.iter_mut().enumerate().take(policies) {
+                *l = leaf(p, i as u32, spec.class);
+            }
+            let obs = if spec.observe {
+                observed.push(DelayStats::default());
+                observed.len() as u32 - 1
+            } else {
+                NOT_OBSERVED
+            };
+            FlowState {
+                spec: *spec,
+                hash: mix64(salt ^ i as u64),
+                seg: Segments::of(spec.size),
+                sender: Sender::NotStarted,
+                recv: Receiver::default(),
+                timer_gen: 0,
+                timer_ev: Time::NEVER,
+                finished: Time::NEVER,
+                leaves,
+                slots_fwd: [NO_SLOT; MAX_HOPS],
+                slots_rev: [NO_SLOT; MAX_HOPS],
+                delivered: 0,
+                acked_at_measure: 0,
+                drops: 0,
+                observed: obs,
+            }
+        })
+        .collect();
+    (flows, observed)
 }
 
 /// Whether a flow must complete for the run to end (finite transfers with the

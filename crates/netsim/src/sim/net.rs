@@ -89,7 +89,7 @@ impl<Q: EventQueue> Sim<'_, Q> {
         let hop = usize::from(p.hop);
         p.hop += 1;
         let p = *p;
-        if p.has(flags::OBSERVED) {
+        if p.has(flags::OBSERVED) && p.sent >= self.cfg.measure_from {
             let d = self.now.since(p.enqueued);
             let o = self.flows[p.flow as usize].observed;
             self.observed[o as usize].record_hop(hop, d);

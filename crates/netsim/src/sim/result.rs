@@ -189,10 +189,9 @@ pub fn ideal_fct(
 }
 
 impl<Q: EventQueue> Sim<'_, Q> {
-    pub(super) fn finish(self) -> RunResult {
+    fn flow_results(&self) -> Vec<FlowResult> {
         let window = self.now.since(self.cfg.measure_from);
-        let flows = self
-            .flows
+        self.flows
             .iter()
             .map(|f| {
                 let scheme = matches!(f.spec.transport, FlowTransport::Scheme);
@@ -227,44 +226,40 @@ impl<Q: EventQueue> Sim<'_, Q> {
                     goodput_bps,
                 }
             })
-            .collect();
-        let mut starts: Vec<Option<(Time, u16)>> = vec![None; self.coflow_left.len()];
-        for f in &self.flows {
-            if f.spec.coflow != crate::workload::NO_COFLOW {
-                starts[f.spec.coflow as usize].get_or_insert((f.spec.start, f.spec.traffic));
-            }
-        }
-        let mut widths = vec![(0u32, 0u64); self.coflow_left.len()];
-        for f in &self.flows {
-            if f.spec.coflow != crate::workload::NO_COFLOW {
-                let w = &mut widths[f.spec.coflow as usize];
-                w.0 += 1;
-                w.1 += f.spec.size;
-            }
-        }
-        let coflows = starts
-            .iter()
-            .zip(&self.coflow_done)
-            .zip(&widths)
-            .map(|((s, &done), &(width, bytes))| {
-                let (start, traffic) = s.unwrap_or((Time::ZERO, 0));
-                CoflowResult {
-                    start,
-                    width,
-                    bytes,
-                    cct: (done != Time::NEVER).then(|| done.since(start)),
-                    traffic,
-                }
-            })
-            .collect();
-        let ports = self
-            .ports
-            .iter()
-            .enumerate()
-            .map(|(i, p)| port_result(self.topo.port_name(i as u32), p))
-            .collect();
-        let observed = self
+            .collect()
+    }
+
+    fn coflow_results(&self) -> Vec<CoflowResult> {
+        let n = self.coflow_left.len();
+        let mut acc: Vec<Option<CoflowResult>> = vec![None; n];
+        for f in self
             .flows
+            .iter()
+            .filter(|f| f.spec.coflow != crate::workload::NO_COFLOW)
+        {
+            let c = acc[f.spec.coflow as usize].get_or_insert(CoflowResult {
+                start: f.spec.start,
+                width: 0,
+                bytes: 0,
+                cct: None,
+                traffic: f.spec.traffic,
+            });
+            c.width += 1;
+            c.bytes += f.spec.size;
+        }
+        acc.into_iter()
+            .zip(&self.coflow_done)
+            .filter_map(|(c, &done)| {
+                c.map(|mut c| {
+                    c.cct = (done != Time::NEVER).then(|| done.since(c.start));
+                    c
+                })
+            })
+            .collect()
+    }
+
+    fn observed_results(&self) -> Vec<ObservedFlow> {
+        self.flows
             .iter()
             .enumerate()
             .filter(|(_, f)| f.observed != super::NOT_OBSERVED)
@@ -282,14 +277,23 @@ impl<Q: EventQueue> Sim<'_, Q> {
                     per_hop_ns: d.per_hop.iter().map(|&s| s as f64 / n).collect(),
                 }
             })
+            .collect()
+    }
+
+    pub(super) fn finish(self) -> RunResult {
+        let ports = self
+            .ports
+            .iter()
+            .enumerate()
+            .map(|(i, p)| port_result(self.topo.port_name(i as u32), p))
             .collect();
         let mut counters = self.counters;
         counters.discarded = self.ports.iter().map(|p| p.stats.discarded).sum();
         RunResult {
-            flows,
-            coflows,
+            flows: self.flow_results(),
+            coflows: self.coflow_results(),
             ports,
-            observed,
+            observed: self.observed_results(),
             counters,
             end: self.now,
             measure_from: self.cfg.measure_from,
