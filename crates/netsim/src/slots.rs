@@ -19,13 +19,18 @@ use std::collections::VecDeque;
 /// An invalid slot index: what a flow's cache holds before it has a slot.
 pub const NO_SLOT: u32 = u32::MAX;
 
+/// One slot: the flow key holding it (or the last one that did) and its
+/// queued packets, side by side so that a lookup touches one cache line.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    owner: u64,
+    refs: u32,
+}
+
 /// The slots of one port.
 #[derive(Debug, Clone)]
 pub struct SlotTable {
-    /// The flow key holding each slot (or the last one that did).
-    owner: Vec<u64>,
-    /// Packets each slot has queued.
-    refs: Vec<u32>,
+    slots: Vec<Slot>,
     /// Slots with no queued packet, oldest first; may also hold slots their
     /// owner took back (skipped when popped).
     free: VecDeque<u32>,
@@ -37,8 +42,13 @@ impl SlotTable {
     #[must_use]
     pub fn new(n: u32) -> SlotTable {
         SlotTable {
-            owner: vec![u64::MAX; n as usize],
-            refs: vec![0; n as usize],
+            slots: vec![
+                Slot {
+                    owner: u64::MAX,
+                    refs: 0
+                };
+                n as usize
+            ],
             free: (0..n).collect(),
             in_free: vec![true; n as usize],
         }
@@ -48,17 +58,21 @@ impl SlotTable {
     /// first and updating the cache; `None` when every slot has packets queued.
     #[inline]
     pub fn acquire(&mut self, key: u64, cache: &mut u32) -> Option<u32> {
-        let c = *cache as usize;
-        if c < self.owner.len() && self.owner[c] == key {
-            self.refs[c] += 1;
-            return Some(*cache);
+        if let Some(slot) = self.slots.get_mut(*cache as usize) {
+            if slot.owner == key {
+                slot.refs += 1;
+                return Some(*cache);
+            }
         }
         while let Some(s) = self.free.pop_front() {
             let i = s as usize;
             self.in_free[i] = false;
-            if self.refs[i] == 0 {
-                self.owner[i] = key;
-                self.refs[i] = 1;
+            let slot = &mut self.slots[i];
+            if slot.refs == 0 {
+                *slot = Slot {
+                    owner: key,
+                    refs: 1,
+                };
                 *cache = s;
                 return Some(s);
             }
@@ -70,9 +84,10 @@ impl SlotTable {
     #[inline]
     pub fn release(&mut self, s: u32) {
         let i = s as usize;
-        debug_assert!(self.refs[i] > 0, "slot {s} released more than acquired");
-        self.refs[i] -= 1;
-        if self.refs[i] == 0 && !self.in_free[i] {
+        let slot = &mut self.slots[i];
+        debug_assert!(slot.refs > 0, "slot {s} released more than acquired");
+        slot.refs -= 1;
+        if slot.refs == 0 && !self.in_free[i] {
             self.in_free[i] = true;
             self.free.push_back(s);
         }
@@ -81,7 +96,7 @@ impl SlotTable {
     /// Packets queued across all slots.
     #[must_use]
     pub fn queued(&self) -> u64 {
-        self.refs.iter().map(|&r| u64::from(r)).sum()
+        self.slots.iter().map(|s| u64::from(s.refs)).sum()
     }
 }
 
