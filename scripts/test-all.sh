@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace: unit, property and integration tests (optimised,
 # with debug assertions), the network-namespace end-to-end tests (as root), doc
-# tests, the loom models, the unsafe code under miri, and the benches' compilation.
+# tests, the tests against DPDK's rte_sched (feature dpdk), the loom models, the
+# unsafe code under miri, and the benches' compilation.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +15,16 @@ fi
 
 echo "==> cargo test (workspace, profile ci: optimised, debug assertions on)"
 cargo test --workspace --profile ci
+
+echo "==> DPDK: rte_sched through eiffel-dpdk, bench hqos against it (feature dpdk)"
+if pkg-config --exists libdpdk 2>/dev/null; then
+    cargo test -p eiffel-dpdk -p eiffel-bench --profile ci --features dpdk
+elif [ "$(id -u)" -eq 0 ]; then
+    echo "error: DPDK is missing although scripts/setup.d/dpdk.sh ran as root" >&2
+    exit 1
+else
+    echo "warning: libdpdk-dev missing (run scripts/setup.sh as root): the dpdk feature's tests are skipped" >&2
+fi
 
 echo "==> doc tests"
 cargo test --workspace --doc

@@ -10,28 +10,24 @@
 //!   Baseline and calendar run in the same invocation, one after the other, on
 //!   the same packet sequence; the ratio is calendar / cffs.
 //! - Flows: 16, 256, 4096, 32768, 8 packets queued per flow.
-//! - Workload: a fixed pseudo-random sequence of flows (uniform), lengths (64 to
-//!   1500 bytes) and EDF slacks (10 us to 1 ms); time advances by each packet's
-//!   transmission at 10 Gbit/s, so deadlines and rounds move as on a link. Each
-//!   step enqueues one packet and dequeues one (steady state).
+//! - Workload: [`workload`], shared with the criterion bench
+//!   (`cargo bench -p eiffel-bench --bench cq`).
 //! - Each configuration fills the tree (untimed), warms up with a tenth of the
 //!   packets, then runs three timed repetitions of a third each (5 million
 //!   packets in all, 300 thousand with `--quick`); the fastest repetition is
 //!   reported, since other work on the machine only ever adds time.
 
-use std::hint::black_box;
 use std::time::Instant;
 
-use eiffel_queue::QueueKind;
-use eiffel_sched::tree::{Discipline, NodeSpec, PerFlow, QueueChoice, TreeSpec};
-use eiffel_sched::{Nanos, Packet, PolicyTree, Scheduler};
+use eiffel_sched::tree::Discipline;
+use eiffel_sched::Scheduler;
 use serde::Serialize;
 
 use crate::report::{fmt_f, print_results, Table};
 use crate::{BenchError, CommonOpts};
+use workload::{Steady, BACKLOG_PER_FLOW};
 
-/// Packets queued per flow in steady state.
-const BACKLOG_PER_FLOW: u32 = 8;
+pub mod workload;
 
 /// Timed repetitions per configuration; the fastest is kept.
 const REPS: u64 = 3;
@@ -55,96 +51,17 @@ struct Record {
     packets: u64,
 }
 
-/// The packet source: xorshift64* picks flows, lengths and slacks.
-struct Generator {
-    state: u64,
-    flows: u64,
-    class: u32,
-}
-
-impl Generator {
-    fn new(flows: u32, class: u32) -> Self {
-        Generator {
-            state: 0x9e37_79b9_7f4a_7c15 ^ u64::from(flows),
-            flows: u64::from(flows),
-            class,
-        }
-    }
-
-    #[inline]
-    fn next(&mut self) -> u64 {
-        self.state ^= self.state >> 12;
-        self.state ^= self.state << 25;
-        self.state ^= self.state >> 27;
-        self.state.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    #[inline]
-    fn packet(&mut self, now: Nanos) -> Packet {
-        let r = self.next();
-        let flow = (((r >> 32) * self.flows) >> 32) as u32;
-        let len = 64 + ((r & 0xffff) % 1437) as u32;
-        let mut p = Packet::new(flow, len).class(self.class).at(now);
-        p.deadline = now + 10_000 + (r >> 16 & 0xffff) * 15;
-        p
-    }
-}
-
-fn tree(d: Discipline, flows: u32) -> Result<PolicyTree, BenchError> {
-    let mut spec = TreeSpec::new(flows * BACKLOG_PER_FLOW + 64);
-    let mut leaf = NodeSpec::new("flows", None);
-    leaf.discipline = d;
-    leaf.per_flow = Some(PerFlow {
-        max_flows: flows,
-        flow_limit: None,
-        flow_queue_limit: None,
-    });
-    if !d.is_calendar() {
-        leaf.queue = QueueChoice {
-            kind: Some(QueueKind::Cffs),
-            ..QueueChoice::AUTO
-        };
-    }
-    spec.add(leaf);
-    Ok(PolicyTree::new(spec)?)
-}
-
-/// `n` steady-state steps; returns the time advanced.
-#[inline]
-fn steps(t: &mut PolicyTree, g: &mut Generator, now: &mut Nanos, n: u64) {
-    let mut sink = 0u64;
-    for _ in 0..n {
-        if let Err(d) = t.enqueue(g.packet(*now), *now) {
-            black_box(d.packet);
-        }
-        if let Some(p) = t.dequeue(*now) {
-            sink = sink.wrapping_add(u64::from(p.len));
-            // 10 Gbit/s: 0.8 ns per byte.
-            *now += u64::from(p.len) * 4 / 5;
-        }
-    }
-    black_box(sink);
-}
-
 /// The fastest ns per packet over the repetitions, and the packets timed.
-fn measure(d: Discipline, flows: u32, packets: u64) -> Result<(f64, u64), BenchError> {
-    let mut t = tree(d, flows)?;
-    let class = t.leaf("flows").ok_or("the bench policy has no leaf")?;
-    let mut g = Generator::new(flows, class);
-    let mut now: Nanos = 0;
-    for _ in 0..flows * BACKLOG_PER_FLOW {
-        if t.enqueue(g.packet(now), now).is_err() {
-            return Err("the bench policy refused a packet while filling".into());
-        }
-    }
-    steps(&mut t, &mut g, &mut now, packets / 10);
+fn measure(d: &Discipline, flows: u32, packets: u64) -> Result<(f64, u64), BenchError> {
+    let mut w = Steady::new(d, flows)?;
+    w.steps(packets / 10);
     let mut best = f64::INFINITY;
     for _ in 0..REPS {
         let start = Instant::now();
-        steps(&mut t, &mut g, &mut now, packets / REPS);
+        w.steps(packets / REPS);
         best = best.min(start.elapsed().as_nanos() as f64 / (packets / REPS) as f64);
     }
-    if t.counters().dropped_total() > 0 {
+    if w.tree.counters().dropped_total() > 0 {
         return Err(format!("{} dropped packets in steady state", d.name()).into());
     }
     Ok((best, packets / REPS * REPS))
@@ -171,11 +88,7 @@ fn print_table(records: &[Record]) {
 pub fn run(opts: &CommonOpts) -> Result<(), BenchError> {
     let packets = if opts.quick { 300_000 } else { 5_000_000 };
     let mut records = Vec::new();
-    let cases = [
-        ("wfq", Discipline::Wfq, Discipline::CqWfq),
-        ("edf", Discipline::Edf, Discipline::CqEdf),
-    ];
-    for (case, base, cal) in cases {
+    for (case, base, cal) in &workload::cases() {
         for flows in [16u32, 256, 4096, 32768] {
             let (base_ns, base_n) = measure(base, flows, packets)?;
             let (cal_ns, cal_n) = measure(cal, flows, packets)?;
@@ -210,30 +123,13 @@ mod tests {
     #[test]
     fn every_discipline_runs_the_workload_without_drops() {
         for d in [
-            Discipline::Wfq,
-            Discipline::CqWfq,
-            Discipline::Edf,
-            Discipline::CqEdf,
+            Discipline::WFQ,
+            workload::cq_wfq(),
+            Discipline::EDF,
+            workload::cq_edf(),
         ] {
-            let (ns, n) = measure(d, 16, 3_000).unwrap();
+            let (ns, n) = measure(&d, 16, 3_000).unwrap();
             assert!(ns > 0.0 && n == 3_000, "{}", d.name());
         }
-    }
-
-    #[test]
-    fn generator_spreads_flows_and_deadlines() {
-        let mut g = Generator::new(4, 0);
-        let mut seen = [0u32; 4];
-        for _ in 0..4000 {
-            let p = g.packet(1_000);
-            seen[p.flow as usize] += 1;
-            assert!((64..=1500).contains(&p.len));
-            assert!(
-                (11_000..=1_000_000 + 1_000).contains(&p.deadline),
-                "{}",
-                p.deadline
-            );
-        }
-        assert!(seen.iter().all(|&c| (800..1200).contains(&c)), "{seen:?}");
     }
 }

@@ -2,7 +2,7 @@
 //! through the bump in the wire with a policy, against a kernel bridge with HTB
 //! classes on the same topology, measured in the same run.
 //!
-//! Topology (`eiffel_net::testbed`): sender — middle — receiver namespaces joined
+//! Topology (`eiffel_testbed`): sender — middle — receiver namespaces joined
 //! by veth pairs. A generator thread in the sender blasts 60-byte UDP frames (64
 //! on the wire with the FCS) through its own AF_PACKET transmit ring as fast as it
 //! can; a counter thread in the receiver counts those that arrive through its
@@ -31,10 +31,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use eiffel_net::shape::Snapshot;
-use eiffel_net::testbed::blast::{count, generate, schedstat, udp_frame, MARK_PORT};
-use eiffel_net::testbed::{
-    missing_prerequisites, Htb, HtbClass, HtbMatch, Role, Testbed, MIDDLE_OUT,
-};
+use eiffel_testbed::blast::{count, generate, schedstat, udp_frame, MARK_PORT};
+use eiffel_testbed::{missing_prerequisites, Htb, HtbClass, HtbMatch, Role, Testbed, MIDDLE_OUT};
 use serde::Serialize;
 
 use crate::report::{fmt_f, print_results, Table};
@@ -141,7 +139,7 @@ fn htb() -> Htb {
 
 /// A running `eiffel shape` in the middle namespace.
 struct Middle {
-    bg: eiffel_net::testbed::Background,
+    bg: eiffel_testbed::Background,
     socket: PathBuf,
 }
 

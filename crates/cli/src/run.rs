@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use eiffel_policy::run::{RunOptions, RunReport};
-use eiffel_policy::units::{self, fmt_rate, fmt_time, RateUnit, TimeUnit};
+use eiffel_policy::units::{self, fmt_rate, fmt_time, RateUnit, TimeUnit, UnitError};
 use eiffel_policy::{Policy, WorkloadFile, FIG6_POLICY, FIG6_WORKLOAD};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -43,11 +43,11 @@ pub struct RunArgs {
     pub compare: Vec<PathBuf>,
 }
 
-fn parse_rate(s: &str) -> Result<u64, String> {
+fn parse_rate(s: &str) -> Result<u64, UnitError> {
     units::parse::<RateUnit>(s).map(|q| q.get())
 }
 
-fn parse_time(s: &str) -> Result<u64, String> {
+fn parse_time(s: &str) -> Result<u64, UnitError> {
     units::parse::<TimeUnit>(s).map(|q| q.get())
 }
 
@@ -214,17 +214,20 @@ fn latency(ns: u64) -> String {
     }
 }
 
-/// The report as text: the run, the nodes, the flows, the totals.
-#[must_use]
-pub fn render(r: &RunReport) -> String {
-    let mut out = format!(
-        "eiffel run: {} over a {} link for {} of virtual time (seed {}, shaper precision {})\n\n",
-        r.policy,
-        fmt_rate(r.link_rate_bps as f64),
-        fmt_time(r.duration_ns as f64),
-        r.seed,
-        fmt_time(r.shaper_granularity_ns as f64)
-    );
+/// Drops by reason as `"N reason, ..."`, `"0"` without any.
+fn drops_text(drops: &std::collections::BTreeMap<String, u64>) -> String {
+    if drops.is_empty() {
+        return "0".to_string();
+    }
+    drops
+        .iter()
+        .map(|(k, v)| format!("{v} {k}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The nodes' table.
+fn nodes_table(r: &RunReport) -> String {
     let mut t = Table::new([
         "node",
         "discipline",
@@ -239,15 +242,6 @@ pub fn render(r: &RunReport) -> String {
         "drops",
     ]);
     for n in &r.nodes {
-        let drops = if n.drops.is_empty() {
-            "0".to_string()
-        } else {
-            n.drops
-                .iter()
-                .map(|(k, v)| format!("{v} {k}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
         t.row([
             format!(
                 "{}{}",
@@ -265,11 +259,14 @@ pub fn render(r: &RunReport) -> String {
             latency(n.latency.p99_latency_ns),
             latency(n.latency.p999_latency_ns),
             n.queued.to_string(),
-            drops,
+            drops_text(&n.drops),
         ]);
     }
-    out.push_str(&t.render());
-    out.push('\n');
+    t.render()
+}
+
+/// The flow groups' table.
+fn flows_table(r: &RunReport) -> String {
     let mut t = Table::new([
         "flow",
         "count",
@@ -285,15 +282,6 @@ pub fn render(r: &RunReport) -> String {
         "fct p99",
     ]);
     for f in &r.flows {
-        let drops = if f.drops.is_empty() {
-            "0".to_string()
-        } else {
-            f.drops
-                .iter()
-                .map(|(k, v)| format!("{v} {k}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
         let (done, p50, p99) = match &f.fct {
             Some(c) => (
                 format!("{}/{}", c.completed, c.flows),
@@ -311,13 +299,29 @@ pub fn render(r: &RunReport) -> String {
             latency(f.latency.p50_latency_ns),
             latency(f.latency.p99_latency_ns),
             latency(f.latency.p999_latency_ns),
-            drops,
+            drops_text(&f.drops),
             done,
             p50,
             p99,
         ]);
     }
-    out.push_str(&t.render());
+    t.render()
+}
+
+/// The report as text: the run, the nodes, the flows, the totals.
+#[must_use]
+pub fn render(r: &RunReport) -> String {
+    let mut out = format!(
+        "eiffel run: {} over a {} link for {} of virtual time (seed {}, shaper precision {})\n\n",
+        r.policy,
+        fmt_rate(r.link_rate_bps as f64),
+        fmt_time(r.duration_ns as f64),
+        r.seed,
+        fmt_time(r.shaper_granularity_ns as f64)
+    );
+    out.push_str(&nodes_table(r));
+    out.push('\n');
+    out.push_str(&flows_table(r));
     let c = &r.totals;
     out.push_str(&format!(
         "\ntotals: {} enqueued = {} dequeued + {} dropped + {} queued\n",

@@ -15,7 +15,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use clap::Args;
-use eiffel_net::shape::{Bump, LinkRate, PolicySource, ShapeConfig, DEFAULT_LINK_RATE_BPS};
+use eiffel_net::shape::{Bump, LinkRate, LivePolicy, ShapeConfig, DEFAULT_LINK_RATE_BPS};
 use eiffel_policy::units::{self, fmt_rate, RateUnit, TimeUnit};
 use eiffel_policy::Policy;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -76,11 +76,12 @@ pub struct ShapeArgs {
 
 type Error = Box<dyn std::error::Error>;
 
-fn source(policy: &Policy) -> PolicySource {
-    PolicySource {
-        name: policy.file_name().to_owned(),
-        tree: policy.spec().clone(),
-        classify: policy.classify_spec().clone(),
+/// The compiled policy as the bump takes it.
+fn live(policy: &Policy) -> LivePolicy<'_> {
+    LivePolicy {
+        name: policy.file_name(),
+        tree: policy.spec(),
+        classify: policy.classify_spec(),
     }
 }
 
@@ -138,7 +139,7 @@ fn reload(bump: &Bump, file: &Path) -> ReloadAnswer {
         }
         Ok(p) => {
             warn_workload_rules(&p);
-            match bump.reload(source(&p)) {
+            match bump.reload(live(&p)) {
                 Ok(r) => ReloadAnswer {
                     ok: true,
                     error: None,
@@ -194,12 +195,8 @@ fn serve(bump: &Bump, file: &Path, mut stream: UnixStream) {
     let _ = stream.write_all(answer.as_bytes());
 }
 
-/// Runs `eiffel shape` until SIGINT or SIGTERM.
-pub fn run(args: &ShapeArgs) -> Result<(), Error> {
-    let policy = Policy::load(&args.policy)?;
-    warn_workload_rules(&policy);
-    let drain = duration(&args.drain, "drain")?;
-    let interval = duration(&args.rate_interval, "rate-interval")?.max(Duration::from_millis(10));
+/// The data path's configuration from the command line.
+fn config(args: &ShapeArgs) -> Result<ShapeConfig, Error> {
     let mut cfg = ShapeConfig::new(&args.input, &args.output);
     cfg.inline_dispatch = args.inline_dispatch;
     cfg.realtime = args.realtime;
@@ -214,6 +211,16 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
             default_bps: DEFAULT_LINK_RATE_BPS,
         },
     };
+    Ok(cfg)
+}
+
+/// Runs `eiffel shape` until SIGINT or SIGTERM.
+pub fn run(args: &ShapeArgs) -> Result<(), Error> {
+    let policy = Policy::load(&args.policy)?;
+    warn_workload_rules(&policy);
+    let drain = duration(&args.drain, "drain")?;
+    let interval = duration(&args.rate_interval, "rate-interval")?.max(Duration::from_millis(10));
+    let cfg = config(args)?;
     let socket = args.socket.clone().unwrap_or_else(|| {
         socket_path(
             args.name
@@ -222,9 +229,9 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
         )
     });
     // Signals are caught from here on, so a stop during start-up is not lost.
-    let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP])
+    let signals = Signals::new([SIGINT, SIGTERM, SIGHUP])
         .map_err(|e| format!("cannot install signal handlers: {e}"))?;
-    let bump = Bump::start(&cfg, source(&policy))?;
+    let bump = Bump::start(&cfg, live(&policy))?;
     let listener = match bind(&socket) {
         Ok(l) => l,
         Err(e) => {
@@ -241,10 +248,35 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
         socket.display()
     );
 
+    let reason = serve_until_stopped(args, &bump, &listener, &socket, signals, interval);
+    let _ = std::fs::remove_file(&socket);
+    eprintln!("eiffel shape: {reason}: stopping (draining for up to {drain:?})");
+    let last = bump.stop(drain);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&last)?);
+    } else {
+        print!("{}", render(&last));
+    }
+    if !last.accounting.balanced() || last.accounting.queued != 0 {
+        return Err(format!("frames unaccounted for at exit: {:?}", last.accounting).into());
+    }
+    Ok(())
+}
+
+/// Serves the control socket and the signals, sampling the rates every
+/// `interval`, until a stop; returns why it stopped.
+fn serve_until_stopped(
+    args: &ShapeArgs,
+    bump: &Bump,
+    listener: &UnixListener,
+    socket: &Path,
+    mut signals: Signals,
+    interval: Duration,
+) -> &'static str {
     let (events, inbox) = mpsc::channel::<Event>();
     let handle = signals.handle();
     let closing = AtomicBool::new(false);
-    let reason = std::thread::scope(|s| {
+    std::thread::scope(|s| {
         let signal_events = events.clone();
         s.spawn(move || {
             for sig in signals.forever() {
@@ -258,7 +290,7 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
                 }
             }
         });
-        let (bump, listener, closing, file) = (&bump, &listener, &closing, args.policy.as_path());
+        let (closing, file) = (&closing, args.policy.as_path());
         s.spawn(move || {
             for stream in listener.incoming() {
                 if closing.load(Ordering::Acquire) {
@@ -279,20 +311,8 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
         };
         closing.store(true, Ordering::Release);
         // Wake the accept loop so it sees `closing`.
-        let _ = UnixStream::connect(&socket);
+        let _ = UnixStream::connect(socket);
         handle.close();
         reason
-    });
-    let _ = std::fs::remove_file(&socket);
-    eprintln!("eiffel shape: {reason}: stopping (draining for up to {drain:?})");
-    let last = bump.stop(drain);
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&last)?);
-    } else {
-        print!("{}", render(&last));
-    }
-    if !last.accounting.balanced() || last.accounting.queued != 0 {
-        return Err(format!("frames unaccounted for at exit: {:?}", last.accounting).into());
-    }
-    Ok(())
+    })
 }

@@ -47,7 +47,7 @@ pub struct SimArgs {
     pub check: bool,
 }
 
-fn parse_size(s: &str) -> Result<u64, String> {
+fn parse_size(s: &str) -> Result<u64, units::UnitError> {
     units::parse::<SizeUnit>(s).map(|q| q.get())
 }
 

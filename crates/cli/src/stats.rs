@@ -16,6 +16,7 @@
 //! `$XDG_RUNTIME_DIR/eiffel`, `/run/eiffel` (as root), `/tmp/eiffel-<uid>`.
 //! `eiffel stats` without `--socket` or `--name` uses the only socket in `<dir>`.
 
+use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::UnixStream;
@@ -214,12 +215,15 @@ fn node_head(n: &NodeStats) -> String {
     )
 }
 
+/// Nanoseconds as seconds.
+fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
 /// Renders a snapshot like `tc -s class show`: one block per node, then the
 /// interfaces, the scheduler, the classifier, the pool and the balance.
 pub fn render(s: &Snapshot) -> String {
-    use std::fmt::Write as _;
     let mut o = String::new();
-    let secs = |ns: u64| ns as f64 / 1e9;
     let _ = writeln!(
         o,
         "eiffel shape {} -> {}  policy {}  link {}  up {:.1}s",
@@ -229,6 +233,14 @@ pub fn render(s: &Snapshot) -> String {
         fmt_rate(s.link_rate_bps as f64),
         secs(s.uptime_ns)
     );
+    render_nodes(&mut o, s);
+    render_paths(&mut o, s);
+    render_state(&mut o, s);
+    o
+}
+
+/// One block per node: what it sent, dropped and holds, and its rate.
+fn render_nodes(o: &mut String, s: &Snapshot) {
     for n in &s.nodes {
         let _ = writeln!(o, "{}", node_head(n));
         let _ = writeln!(
@@ -255,6 +267,10 @@ pub fn render(s: &Snapshot) -> String {
             );
         }
     }
+}
+
+/// The data path: ingress, scheduler, egress and the reverse direction.
+fn render_paths(o: &mut String, s: &Snapshot) {
     let i = &s.ingress;
     let _ = writeln!(
         o,
@@ -306,6 +322,10 @@ pub fn render(s: &Snapshot) -> String {
         drops_text(&r.drops),
         r.kernel_drops
     );
+}
+
+/// The flow table, the pool, the reloads and the balance.
+fn render_state(o: &mut String, s: &Snapshot) {
     let f = &s.classifier;
     let malformed: u64 = f.malformed.values().sum();
     let _ = writeln!(
@@ -340,7 +360,6 @@ pub fn render(s: &Snapshot) -> String {
         a.queued,
         if a.balanced() { "" } else { "  (UNBALANCED)" }
     );
-    o
 }
 
 #[cfg(test)]

@@ -34,15 +34,16 @@
 //! failure). Bounded: every iperf3 run lasts 4-5 s, every command has a time limit,
 //! and namespaces, processes and files are removed however a test ends. The
 //! scenarios run one at a time (they measure rates on a 2-core machine).
-//! `cargo test -p eiffel --test shape -- --nocapture` prints the side-by-side rows.
+//! `cargo test -p eiffel-cli --test shape -- --nocapture` prints the side-by-side rows.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use eiffel_net::shape::Snapshot;
-use eiffel_net::testbed::{
-    self, Background, Htb, HtbClass, HtbMatch, Iperf3, Iperf3Report, Role, Testbed, MIDDLE_OUT,
+use eiffel_testbed::{
+    self as testbed, Background, Htb, HtbClass, HtbMatch, Iperf3, Iperf3Report, Role, Testbed,
+    MIDDLE_OUT,
 };
 
 const TOOLS: [&str; 5] = ["ip", "tc", "ethtool", "ping", "iperf3"];

@@ -15,12 +15,12 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use eiffel_classify::{Classifier, FlowTableConfig, MalformedAction, RuleSet};
 use eiffel_net::afpacket::{RxConfig, TxConfig};
-use eiffel_net::classify::{Classifier, FlowTableConfig, MalformedAction, RuleSet};
 use eiffel_net::forward::{ForwardConfig, Forwarder, Port};
-use eiffel_net::testbed::blast::{count, generate, thread_cpu_ns, udp_frame};
-use eiffel_net::testbed::{Role, Testbed, MIDDLE_IN, MIDDLE_OUT};
 use eiffel_sched::{Fifo, Scheduler};
+use eiffel_testbed::blast::{count, generate, thread_cpu_ns, udp_frame};
+use eiffel_testbed::{Role, Testbed, MIDDLE_IN, MIDDLE_OUT};
 
 struct Run {
     offered: u64,
@@ -46,7 +46,7 @@ fn forwarder(bed: &Testbed) -> Result<Forwarder<Fifo>, String> {
         RuleSet::default_only(0),
         FlowTableConfig {
             max_flows: 1024,
-            idle_timeout: 10_000_000_000,
+            idle_timeout: eiffel_sched::Duration::from_secs(10),
         },
         MalformedAction::Forward,
     )
@@ -111,9 +111,10 @@ fn measure(use_bridge: bool, frame: &[u8], seconds: f64) -> Result<Run, String> 
         };
         let (delivered, _) = counter
             .join()
-            .map_err(|_| "counter panicked".to_owned())??;
+            .map_err(|_| "counter panicked".to_owned())?
+            .map_err(|e| e.to_string())?;
         Ok(Run {
-            offered: offered?.0,
+            offered: offered.map_err(|e| e.to_string())?.0,
             delivered,
             seconds: elapsed,
             detail,
@@ -129,7 +130,7 @@ fn main() {
         .and_then(|a| a.parse().ok())
         .unwrap_or(60)
         .clamp(60, 1514);
-    let missing = eiffel_net::testbed::missing_prerequisites(&["ip", "ethtool"]);
+    let missing = eiffel_testbed::missing_prerequisites(&["ip", "ethtool"]);
     if !missing.is_empty() {
         eprintln!("forward_rate needs {}", missing.join(", "));
         std::process::exit(2);

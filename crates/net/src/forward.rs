@@ -32,10 +32,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use eiffel_classify::Classifier;
 use eiffel_sched::{ConfigError, Nanos, Scheduler};
 
 use crate::afpacket::{Interest, NetError, PollSet, RxConfig, RxRing, TxConfig, TxError, TxRing};
-use crate::classify::Classifier;
 use crate::pool::BufferPool;
 
 /// A receive ring and a transmit ring on one interface.

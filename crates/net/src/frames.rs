@@ -68,8 +68,11 @@ pub fn frame_pool(
             range: "1..=64",
         });
     }
-    crate::sys::frames::pool(slots, slot_size, drainers)
-        .map_err(|e| ConfigError::Invalid(format!("frame pool return ring: {e}")))
+    crate::sys::frames::pool(slots, slot_size, drainers).map_err(|e| ConfigError::OutOfRange {
+        what: "frame pool return ring (slots)",
+        value: e.requested as u64,
+        range: "up to the mailbox maximum",
+    })
 }
 
 #[cfg(all(test, not(loom)))]

@@ -1,16 +1,13 @@
-//! Linux packet I/O, header parsing and classification for Eiffel.
+//! Linux packet I/O for Eiffel.
 //!
 //! Takes frames off a Linux interface, reduces each to an [`eiffel_sched::Packet`]
-//! descriptor for a scheduler, and puts the frames the scheduler releases back on the
-//! wire. The payload stays in a preallocated buffer pool; only descriptors travel.
+//! descriptor for a scheduler (classified by `eiffel-classify`, the sans-IO
+//! crate of header parsing, rules and the flow table), and puts the frames the
+//! scheduler releases back on the wire. The payload stays in a preallocated buffer
+//! pool; only descriptors travel.
 //!
 //! # Layers
 //! Sans-IO (no system call, no clock; `now` is passed in):
-//! - [`wire`]: Ethernet / 802.1Q / 802.1ad / IPv4 / IPv6 / TCP / UDP headers (via
-//!   `etherparse`) to a `Copy` [`wire::FlowKey`]; malformed frames named by layer.
-//! - [`classify`]: the policy file's rule schema ([`classify::ClassifySpec`]), compiled
-//!   first-match rules, a bounded flow table with idle expiry and LRU eviction, and the
-//!   [`classify::Classifier`] that turns frame bytes into descriptors.
 //! - [`pool`]: the buffer pool whose slot index is `Packet::buffer`.
 //! - [`frames`]: the same for a data path split over threads: one receive thread
 //!   fills slots, transmit and drop paths drain them, without a lock.
@@ -20,11 +17,12 @@
 //!   `send(2)` per batch, `ppoll(2)` waits with nanosecond timeouts.
 //! - [`forward`]: a single-threaded two-port forwarder (receive, classify, schedule,
 //!   transmit): the reference data path.
-//! - [`testbed`]: network namespaces, veth pairs, HTB baselines and iperf3 helpers
-//!   for end-to-end tests.
 //!
-//! All `unsafe` code (socket options, `mmap`, ring access, `ppoll`, `setns`, the
-//! frame slots shared between threads) lives in one private module, `sys`, whose
+//! The network-namespace test bed of the end-to-end tests is a crate of its own,
+//! `eiffel-testbed`.
+//!
+//! All `unsafe` code (socket options, `mmap`, ring access, `ppoll`, the frame slots
+//! shared between threads) lives in one private module, `sys`, whose
 //! ownership protocols for the shared ring memory and the frame slots are documented
 //! there; the rest of the crate is safe Rust.
 //!
@@ -46,7 +44,6 @@
 //! | multiple queues / `PACKET_FANOUT` | no: one ring per interface |
 
 pub mod afpacket;
-pub mod classify;
 pub mod forward;
 pub mod frames;
 pub mod pool;
@@ -54,5 +51,3 @@ pub mod shape;
 mod sync;
 #[allow(unsafe_code)]
 mod sys;
-pub mod testbed;
-pub mod wire;

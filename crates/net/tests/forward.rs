@@ -11,14 +11,14 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use eiffel_classify::{Classifier, FlowTableConfig, MalformedAction, RuleSet};
 use eiffel_net::afpacket::{RxConfig, TxConfig};
-use eiffel_net::classify::{Classifier, FlowTableConfig, MalformedAction, RuleSet};
 use eiffel_net::forward::{ForwardConfig, Forwarder, Port};
-use eiffel_net::testbed::{
-    self, Htb, HtbClass, HtbMatch, Iperf3, Role, Testbed, MIDDLE_IN, MIDDLE_OUT, RECEIVER_V4,
-    RECEIVER_V6,
-};
 use eiffel_sched::{Fifo, Scheduler};
+use eiffel_testbed::{
+    self as testbed, Htb, HtbClass, HtbMatch, Iperf3, Role, Testbed, MIDDLE_IN, MIDDLE_OUT,
+    RECEIVER_V4, RECEIVER_V6,
+};
 
 const TOOLS: [&str; 5] = ["ip", "tc", "ethtool", "ping", "iperf3"];
 
@@ -41,7 +41,7 @@ fn start_forwarder(bed: &Testbed) -> Result<Forwarder<Fifo>, String> {
         RuleSet::default_only(0),
         FlowTableConfig {
             max_flows: 1024,
-            idle_timeout: 10_000_000_000,
+            idle_timeout: eiffel_sched::Duration::from_secs(10),
         },
         MalformedAction::Forward,
     )

@@ -1,14 +1,14 @@
 //! AF_PACKET rings on a real veth pair: what is transmitted on one end is received,
 //! byte for byte (VLAN tags included), on the other.
 //!
-//! Runs as root in network namespaces of its own; see `eiffel_net::testbed`.
+//! Runs as root in network namespaces of its own; see `eiffel_testbed`.
 
 use std::time::{Duration, Instant};
 
 use eiffel_net::afpacket::{
     Interest, NetError, PollSet, RxConfig, RxRing, TxConfig, TxError, TxRing,
 };
-use eiffel_net::testbed::{self, Role, Testbed, MIDDLE_IN, SENDER_IF};
+use eiffel_testbed::{self as testbed, Role, Testbed, MIDDLE_IN, SENDER_IF};
 
 /// IEEE local experimental EtherType: marks this test's frames among whatever else
 /// the kernel may send.

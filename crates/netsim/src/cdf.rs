@@ -22,7 +22,7 @@
 use rand::Rng;
 use serde::Deserialize;
 
-use eiffel_policy::units::{self, SizeUnit};
+use eiffel_policy::units::{self, SizeUnit, UnitError};
 
 /// The web search distribution (DCTCP, SIGCOMM 2010), as used by pFabric.
 pub const WEB_SEARCH: &str = include_str!("../../../examples/scenarios/cdf/web-search.toml");
@@ -40,17 +40,53 @@ pub struct Cdf {
 }
 
 /// A distribution file that cannot be used.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum CdfError {
     /// Not TOML of the expected shape.
     #[error("{0}")]
-    Syntax(String),
+    Syntax(#[from] toml::de::Error),
     /// The unit is not a size.
     #[error("unit: {0}")]
-    Unit(String),
+    Unit(#[from] UnitError),
     /// Points that do not form a CDF.
     #[error("points: {0}")]
-    Points(String),
+    Points(#[from] PointsError),
+}
+
+/// Why a list of `(size, probability)` points is not a CDF.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum PointsError {
+    /// The list is empty.
+    #[error("no points")]
+    Empty,
+    /// A size below one byte (or not a number).
+    #[error("point {index}: size {size} must be at least one byte")]
+    Size {
+        /// Index of the point.
+        index: usize,
+        /// Its size in bytes.
+        size: f64,
+    },
+    /// A probability outside `0..=1`.
+    #[error("point {index}: probability {probability} outside 0..=1")]
+    Probability {
+        /// Index of the point.
+        index: usize,
+        /// Its probability.
+        probability: f64,
+    },
+    /// A size or probability smaller than the previous point's.
+    #[error("point {index}: sizes and probabilities must not decrease")]
+    Decreasing {
+        /// Index of the point.
+        index: usize,
+    },
+    /// The last probability is not 1.
+    #[error("the last probability must be 1, not {last}")]
+    Incomplete {
+        /// The last probability.
+        last: f64,
+    },
 }
 
 #[derive(Deserialize)]
@@ -69,12 +105,9 @@ impl Cdf {
     /// # Errors
     /// See [`CdfError`].
     pub fn parse(text: &str) -> Result<Cdf, CdfError> {
-        let f: File =
-            toml::from_str(text).map_err(|e| CdfError::Syntax(e.message().to_string()))?;
+        let f: File = toml::from_str(text)?;
         let _ = f.source;
-        let unit = units::parse::<SizeUnit>(&f.unit)
-            .map_err(CdfError::Unit)?
-            .get() as f64;
+        let unit = units::parse::<SizeUnit>(&f.unit)?.get() as f64;
         let points: Vec<(f64, f64)> = f.points.iter().map(|&(s, c)| (s * unit, c)).collect();
         Cdf::from_points(&f.name, points)
     }
@@ -84,25 +117,24 @@ impl Cdf {
     /// # Errors
     /// Points that do not form a CDF.
     pub fn from_points(name: &str, points: Vec<(f64, f64)>) -> Result<Cdf, CdfError> {
-        let bad = |m: String| Err(CdfError::Points(m));
+        let bad = |e: PointsError| Err(CdfError::Points(e));
         if points.is_empty() {
-            return bad("no points".into());
+            return bad(PointsError::Empty);
         }
-        for (i, &(s, c)) in points.iter().enumerate() {
-            if !(s.is_finite() && s >= 1.0) {
-                return bad(format!("point {i}: size {s} must be at least one byte"));
+        for (index, &(size, probability)) in points.iter().enumerate() {
+            if !(size.is_finite() && size >= 1.0) {
+                return bad(PointsError::Size { index, size });
             }
-            if !(0.0..=1.0).contains(&c) {
-                return bad(format!("point {i}: probability {c} outside 0..=1"));
+            if !(0.0..=1.0).contains(&probability) {
+                return bad(PointsError::Probability { index, probability });
             }
-            if i > 0 && (s < points[i - 1].0 || c < points[i - 1].1) {
-                return bad(format!(
-                    "point {i}: sizes and probabilities must not decrease"
-                ));
+            if index > 0 && (size < points[index - 1].0 || probability < points[index - 1].1) {
+                return bad(PointsError::Decreasing { index });
             }
         }
-        if (points[points.len() - 1].1 - 1.0).abs() > 1e-12 {
-            return bad("the last probability must be 1".into());
+        let last = points[points.len() - 1].1;
+        if (last - 1.0).abs() > 1e-12 {
+            return bad(PointsError::Incomplete { last });
         }
         let mut mean = points[0].0 * points[0].1;
         for w in points.windows(2) {

@@ -27,7 +27,8 @@
 //! results with either. A wheel that is full also sends events to the heap; the
 //! wheel is sized so that it never fills ([`WheelQueue::overflowed`] counts it).
 //!
-//! `benches/events.rs` and `eiffel bench netsim` measure both.
+//! `cargo bench -p eiffel-bench --bench netsim` and `eiffel bench netsim`
+//! measure both.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;

@@ -5,10 +5,11 @@
 
 use std::fmt::Write as _;
 
-use eiffel_sched::tree::{QueuePlan, TreeSpec};
+use eiffel_classify::MalformedAction;
+use eiffel_sched::tree::{QueuePlan, Rank, TreeSpec};
 use eiffel_sched::PolicyTree;
 
-use crate::units::{fmt_rate, fmt_size, fmt_time};
+use crate::units::{fmt_size, fmt_time};
 use crate::Policy;
 
 fn plan(p: &QueuePlan) -> String {
@@ -58,7 +59,7 @@ pub fn describe(policy: &Policy, tree: &PolicyTree) -> String {
         out,
         "\nshaper: one timing wheel for the whole tree, {} slots over {}: precision {}; {} limited units",
         spec.shaper.slots,
-        fmt_time(spec.shaper.horizon as f64),
+        spec.shaper.horizon,
         fmt_time(tree.shaper_granularity() as f64),
         limited_units(spec)
     );
@@ -74,6 +75,16 @@ pub fn describe(policy: &Policy, tree: &PolicyTree) -> String {
         let _ = writeln!(out, "  {}. {conds} -> {}", i + 1, rule.leaf);
     }
     let _ = writeln!(out, "  default -> {}", cls.default);
+    let _ = writeln!(
+        out,
+        "\nlive traffic: a flow table of {} flows (idle timeout {}), malformed frames {}",
+        cls.flow_table.max_flows,
+        cls.flow_table.idle_timeout,
+        match cls.malformed {
+            MalformedAction::Forward => "forwarded to the default leaf",
+            MalformedAction::Drop => "dropped",
+        }
+    );
     out
 }
 
@@ -97,27 +108,21 @@ fn write_node(
     };
     let _ = write!(line, ": {kind}");
     if let Some(p) = n.parent {
-        let pd = &spec.nodes[p].discipline;
-        match pd.name() {
-            "strict" => {
+        match spec.nodes[p].discipline.rank() {
+            Some(Rank::Strict) => {
                 let _ = write!(line, ", priority {}", n.priority);
             }
-            "fifo" | "edf" | "lstf" | "srpt" | "pfabric" => {}
-            _ => {
+            Some(Rank::Fifo | Rank::Edf | Rank::Lstf | Rank::Srpt | Rank::Pfabric) => {}
+            Some(Rank::Wfq) | None => {
                 let _ = write!(line, ", weight {}", n.weight);
             }
         }
     }
     if let Some(r) = n.reservation {
-        let _ = write!(line, ", reservation {}", fmt_rate(r as f64));
+        let _ = write!(line, ", reservation {r}");
     }
     if let Some(l) = n.limit {
-        let _ = write!(
-            line,
-            ", limit {} burst {}",
-            fmt_rate(l.rate as f64),
-            fmt_size(l.burst)
-        );
+        let _ = write!(line, ", limit {} burst {}", l.rate, fmt_size(l.burst));
     }
     if let Some(c) = n.capacity {
         let _ = write!(line, ", capacity {c} packets");
@@ -126,12 +131,7 @@ fn write_node(
     if let Some(pf) = n.per_flow {
         let mut s = format!("{pad}    flows: {}", pf.max_flows);
         if let Some(l) = pf.flow_limit {
-            let _ = write!(
-                s,
-                ", each paced at {} burst {}",
-                fmt_rate(l.rate as f64),
-                fmt_size(l.burst)
-            );
+            let _ = write!(s, ", each paced at {} burst {}", l.rate, fmt_size(l.burst));
         }
         if let Some(q) = pf.flow_queue_limit {
             let _ = write!(s, ", at most {q} packets per flow");

@@ -9,15 +9,16 @@
 use std::ops::Range;
 
 /// A policy or workload file that cannot be used.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum PolicyError {
     /// The file could not be read.
-    #[error("{file}: {message}")]
+    #[error("{file}: {source}")]
     Io {
         /// The file name.
         file: String,
-        /// What went wrong.
-        message: String,
+        /// Why (shared, so that the error stays `Clone`).
+        #[source]
+        source: std::sync::Arc<std::io::Error>,
     },
     /// A mistake in the file.
     #[error("{file}:{line}:{column}: key `{key}`: {message}")]
@@ -33,6 +34,18 @@ pub enum PolicyError {
         /// What is wrong.
         message: String,
     },
+}
+
+/// The name and text of the file at `path`.
+pub(crate) fn read(path: &std::path::Path) -> Result<(String, String), PolicyError> {
+    let name = path.display().to_string();
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok((name, text)),
+        Err(e) => Err(PolicyError::Io {
+            file: name,
+            source: std::sync::Arc::new(e),
+        }),
+    }
 }
 
 impl PolicyError {

@@ -1,6 +1,7 @@
 //! Eiffel policy files: a scheduling policy written as a TOML tree, compiled into
-//! the [`PolicyTree`] of `eiffel-sched` and a classifier from `eiffel-net`, and
-//! workloads to run it against on an emulated link ([`run()`](mod@run)).
+//! the [`PolicyTree`] of `eiffel-sched` and a classifier of `eiffel-classify`, and
+//! workload files to run it against ([`run()`](mod@run) hands both to
+//! `eiffel-sim`'s engine, which emulates the link).
 //!
 //! # Policy files
 //! ```toml
@@ -65,11 +66,12 @@
 //! | `rate`, `bucket` | rate, size | `cq-policer`: each unit's rate and bucket at weight 1 (scaled by weight); packets beyond the bucket are dropped as `policer` |
 //!
 //! The calendar parameters are described with their defaults and ranges on
-//! [`eiffel_sched::tree::spec::CalendarParams`].
+//! [`eiffel_sched::tree::CalendarPolicy`] and [`eiffel_sched::tree::CalendarSpec`].
 //!
 //! Rates, sizes and durations are strings with units ([`units`]): `"7Mbit"`,
-//! `"1500B"`, `"64KiB"`, `"2s"`. The `[classify]` section is `eiffel-net`'s
-//! [`ClassifySpec`]: `default` (required when the policy has more than one leaf),
+//! `"1500B"`, `"64KiB"`, `"2s"`. The `[classify]` section ([`classify`]) has
+//! `default` (required when the policy has more than one leaf), the flow table's
+//! `max_flows` and `idle_timeout`, `malformed`,
 //! and `[[classify.rule]]`s tried in order, each with a `leaf` and conditions on
 //! header fields (`protocol`, `dst_port`, `src`, `dscp`, `vlan`, ...) for live
 //! traffic, or on workload ids (`flow`, `class`) for simulated runs.
@@ -80,7 +82,9 @@
 //! roots, weights out of range, a rate or size without units, a burst without a
 //! limit, per-flow keys on a node with children, a discipline that orders children
 //! on a node without any, a leaf no rule reaches (unless it is the default), rules
-//! naming nodes that are not leaves, and everything the tree itself refuses.
+//! naming nodes that are not leaves, a flow table larger than a per-flow leaf,
+//! and everything the tree itself refuses. What `eiffel check` accepts, `eiffel
+//! shape` runs.
 //!
 //! ```
 //! use eiffel_policy::Policy;
@@ -109,6 +113,7 @@
 //! assert!(err.to_string().starts_with("bad.toml:3:9: key `node[0].limit`: a bare number"));
 //! ```
 
+pub mod classify;
 pub mod describe;
 mod error;
 mod file;
@@ -118,22 +123,24 @@ pub mod workload;
 
 use std::path::Path;
 
-use eiffel_net::classify::{Classifier, ClassifyError, ClassifySpec, RuleSet};
-use eiffel_net::wire::FlowKey;
+use eiffel_classify::wire::FlowKey;
+use eiffel_classify::{Classifier, RuleSet};
 use eiffel_sched::tree::TreeSpec;
 use eiffel_sched::{ClassId, PolicyTree};
 
+pub use classify::{ClassifyError, ClassifySpec};
 pub use error::{KeyIndex, PolicyError};
 pub use file::DEFAULT_CAPACITY;
 pub use run::{run, RunOptions, RunReport};
 pub use workload::WorkloadFile;
 
-/// The policy of the Eiffel paper's Fig. 6, shipped as `examples/policies/fig6.toml`.
-pub const FIG6_POLICY: &str = include_str!("../../../examples/policies/fig6.toml");
+/// The policy of the Eiffel paper's Fig. 6 (`builtin/fig6-policy.toml` of this
+/// crate, also `examples/policies/fig6.toml` of the repository).
+pub const FIG6_POLICY: &str = include_str!("../builtin/fig6-policy.toml");
 
-/// The workload `eiffel run` uses with [`FIG6_POLICY`], shipped as
-/// `examples/workloads/fig6.toml`.
-pub const FIG6_WORKLOAD: &str = include_str!("../../../examples/workloads/fig6.toml");
+/// The workload `eiffel run` uses with [`FIG6_POLICY`] (`builtin/fig6-workload.toml`,
+/// also `examples/workloads/fig6.toml`).
+pub const FIG6_WORKLOAD: &str = include_str!("../builtin/fig6-workload.toml");
 
 /// A validated policy: the tree's specification and the classification rules.
 #[derive(Clone, Debug)]
@@ -151,12 +158,7 @@ impl Policy {
     /// # Errors
     /// The file cannot be read, or any mistake in it (see the crate docs).
     pub fn load(path: impl AsRef<Path>) -> Result<Policy, PolicyError> {
-        let path = path.as_ref();
-        let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| PolicyError::Io {
-            file: name.clone(),
-            message: e.to_string(),
-        })?;
+        let (name, text) = error::read(path.as_ref())?;
         Policy::parse(&text, &name)
     }
 
@@ -230,7 +232,7 @@ impl Policy {
     /// # Errors
     /// A flow-table size or timeout out of range.
     pub fn classifier(&self) -> Result<Classifier, ClassifyError> {
-        Classifier::from_spec(&self.classify, |n| self.leaf(n))
+        self.classify.classifier(|n| self.leaf(n))
     }
 
     /// The source text of each classification rule's conditions, in order, as

@@ -1,224 +1,38 @@
-//! Runs a workload through a policy over an emulated link in virtual time: the
-//! engine behind `eiffel run`.
-//!
-//! Each workload flow is classified once, before the run, by its workload flow id
-//! and class ([`Policy::classify_ids`]); flows reaching the same leaf get
-//! consecutive flow ids inside it (in workload order), which is what a per-flow
-//! leaf indexes. The run is [`eiffel_sim::drive`] with the workload's lazy
-//! generator and [`Metrics`]: time jumps from event to event (arrivals, link
-//! completions, and the tree's `next_ready` release times), and the same policy,
-//! workload and seed always give the same report.
-//!
-//! A run stops at its duration: packets still queued then are reported as
-//! `queued`, so for the tree and every node `enqueued = dequeued + dropped +
-//! queued`. Throughputs are bytes dequeued over the duration.
+//! A workload file through a policy file: the policy's tree and rules and the
+//! workload's flows handed to `eiffel-sim`'s engine ([`eiffel_sim::policy_run`],
+//! whose report types are re-exported here). This crate holds the file formats;
+//! the simulation is the simulator's.
 
-use std::collections::BTreeMap;
+use eiffel_sched::{Nanos, PolicyTree};
+use eiffel_sim::{run_tree, Observer, Route};
 
-use eiffel_sched::{Counters, Nanos, PolicyTree, Scheduler};
-use eiffel_sim::{drive, Generator, Link, Metrics, Observer, Route};
-use hdrhistogram::Histogram;
-use serde::Serialize;
+pub use eiffel_sim::policy_run::{
+    Fct, FlowReport, Latency, LeafSeries, NodeReport, RunOptions, RunReport, RunSettings, Totals,
+};
 
 use crate::workload::WorkloadFile;
 use crate::Policy;
 
-/// How to run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RunOptions {
-    /// Simulated time.
-    pub duration: Nanos,
-    /// Link rate, bits per second.
-    pub link_rate: u64,
-    /// Time bins of the rates-over-time series.
-    pub bins: usize,
-    /// Generator seed.
-    pub seed: u64,
-}
-
-impl RunOptions {
-    /// The workload file's own duration, link rate and seed, with 100 bins.
-    #[must_use]
-    pub fn from_workload(w: &WorkloadFile) -> Self {
-        RunOptions {
-            duration: w.duration,
-            link_rate: w.link_rate,
-            bins: 100,
-            seed: w.workload.seed,
-        }
+impl RunSettings for WorkloadFile {
+    fn duration(&self) -> Nanos {
+        self.duration
     }
-}
-
-/// Latency percentiles in ns.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct Latency {
-    /// Median.
-    pub p50_latency_ns: u64,
-    /// 99th percentile.
-    pub p99_latency_ns: u64,
-    /// 99.9th percentile.
-    pub p999_latency_ns: u64,
-}
-
-impl Latency {
-    fn of(h: &Histogram<u64>) -> Self {
-        if h.is_empty() {
-            return Latency::default();
-        }
-        Latency {
-            p50_latency_ns: h.value_at_quantile(0.5),
-            p99_latency_ns: h.value_at_quantile(0.99),
-            p999_latency_ns: h.value_at_quantile(0.999),
-        }
+    fn link_rate(&self) -> u64 {
+        self.link_rate
     }
-}
-
-/// One node of the tree after the run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct NodeReport {
-    /// Names from the root, joined by `/`.
-    pub path: String,
-    /// Depth (root 0).
-    pub depth: usize,
-    /// Discipline ordering its units, `None` for FIFO leaves.
-    pub discipline: Option<String>,
-    /// Weight at its parent.
-    pub weight: u32,
-    /// Bits per second dequeued over the run.
-    pub throughput_bps: f64,
-    /// Fraction of its parent's throughput (`None` for the root).
-    pub share_of_parent: Option<f64>,
-    /// Configured rate limit, if any.
-    pub limit_bps: Option<u64>,
-    /// Configured burst of the limit.
-    pub burst_bytes: Option<u64>,
-    /// Pacing rate of every flow of a per-flow leaf, if any.
-    pub flow_limit_bps: Option<u64>,
-    /// Packets that entered its subtree (accepted or not).
-    pub enqueued: u64,
-    /// Packets that left it.
-    pub dequeued: u64,
-    /// Packets dropped in it.
-    pub dropped: u64,
-    /// Packets still queued in it at the end.
-    pub queued: u64,
-    /// Drops by reason.
-    pub drops: BTreeMap<String, u64>,
-    /// Sojourn times of the packets it sent.
-    #[serde(flatten)]
-    pub latency: Latency,
-}
-
-/// Flow completion times of a group's finite flows.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Fct {
-    /// Finite flows in the group.
-    pub flows: u64,
-    /// Flows that completed within the run.
-    pub completed: u64,
-    /// Median FCT.
-    pub p50_ns: u64,
-    /// 99th percentile FCT.
-    pub p99_ns: u64,
-    /// Mean FCT.
-    pub mean_ns: f64,
-}
-
-/// One flow group of the workload after the run.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct FlowReport {
-    /// The group's name.
-    pub name: String,
-    /// Flows in the group.
-    pub count: u32,
-    /// Their class.
-    pub class: u32,
-    /// Leaves the group's flows were classified to.
-    pub leaves: Vec<String>,
-    /// Bits per second offered.
-    pub offered_bps: f64,
-    /// Bits per second sent.
-    pub throughput_bps: f64,
-    /// Packets offered.
-    pub offered: u64,
-    /// Packets sent.
-    pub sent: u64,
-    /// Packets dropped.
-    pub dropped: u64,
-    /// Drops by reason.
-    pub drops: BTreeMap<String, u64>,
-    /// Sojourn times.
-    #[serde(flatten)]
-    pub latency: Latency,
-    /// Completion times, for finite flows.
-    pub fct: Option<Fct>,
-}
-
-/// Packet totals of the tree: `enqueued == dequeued + dropped + queued`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct Totals {
-    /// Packets offered.
-    pub enqueued: u64,
-    /// Packets sent.
-    pub dequeued: u64,
-    /// Packets dropped.
-    pub dropped: u64,
-    /// Packets queued at the end.
-    pub queued: u64,
-}
-
-/// Rates over time of one leaf.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct LeafSeries {
-    /// The leaf's path.
-    pub path: String,
-    /// Bits per second in each bin.
-    pub rates_bps: Vec<f64>,
-}
-
-/// The result of [`run`].
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct RunReport {
-    /// The policy's file name.
-    pub policy: String,
-    /// Link rate.
-    pub link_rate_bps: u64,
-    /// Simulated time.
-    pub duration_ns: u64,
-    /// Generator seed.
-    pub seed: u64,
-    /// The shaper's precision.
-    pub shaper_granularity_ns: u64,
-    /// Every node, in policy order.
-    pub nodes: Vec<NodeReport>,
-    /// Every flow group, in workload order.
-    pub flows: Vec<FlowReport>,
-    /// Tree totals.
-    pub totals: Totals,
-    /// Width of a time bin of `series`.
-    pub bin_ns: u64,
-    /// Rates over time per leaf.
-    pub series: Vec<LeafSeries>,
+    fn seed(&self) -> u64 {
+        self.workload.seed
+    }
 }
 
 /// Routes every workload flow through the policy's rules.
 #[must_use]
 pub fn routes(policy: &Policy, w: &WorkloadFile) -> Vec<Route> {
-    let mut next_flow: BTreeMap<u32, u32> = BTreeMap::new();
-    w.workload
-        .each_flow()
-        .map(|(i, g, _)| {
-            let leaf = policy.classify_ids(i, w.workload.groups[g].class);
-            let slot = next_flow.entry(leaf).or_insert(0);
-            let flow = *slot;
-            *slot += 1;
-            Route { leaf, flow }
-        })
-        .collect()
+    eiffel_sim::policy_run::routes(&w.workload, |flow, class| policy.classify_ids(flow, class))
 }
 
-/// Runs workload `w` through `policy` (see the module docs); `progress` hears the
-/// simulated time every few thousand packets.
+/// Runs workload `w` through `policy` on an emulated link in virtual time;
+/// `progress` hears the simulated time every few thousand packets.
 #[must_use]
 pub fn run(
     policy: &Policy,
@@ -238,158 +52,15 @@ pub fn run_with<O: Observer<PolicyTree>>(
     progress: impl FnMut(Nanos) + 'static,
     extra: &mut O,
 ) -> RunReport {
-    let mut tree = policy.build();
-    let link = Link::new(opts.link_rate.max(1));
     let routes = routes(policy, w);
-    let mut workload = w.workload.clone();
-    workload.seed = opts.seed;
-    let mut metrics = Metrics::new(&workload, link, tree.len(), opts.duration, opts.bins);
-    metrics.on_progress(progress);
-    let mut source = Generator::new(&workload, &routes, link.rate_bps());
-    let mut observers = (metrics, extra);
-    drive(
-        &mut tree,
-        link,
-        &mut source,
-        Some(opts.duration),
-        &mut observers,
-    );
-    let metrics = observers.0;
-    report(policy, &tree, &workload, &routes, &metrics, opts)
-}
-
-fn drops(c: &Counters) -> BTreeMap<String, u64> {
-    c.dropped
-        .nonzero()
-        .map(|(r, n)| (r.to_string(), n))
-        .collect()
-}
-
-fn report(
-    policy: &Policy,
-    tree: &PolicyTree,
-    workload: &eiffel_sim::Workload,
-    routes: &[Route],
-    m: &Metrics,
-    opts: RunOptions,
-) -> RunReport {
-    let secs = opts.duration as f64 / 1e9;
-    let spec = policy.spec();
-    // Each node's latency: the merged histograms of the leaves below it.
-    let mut node_latency: Vec<Histogram<u64>> = (0..tree.len())
-        .map(|_| eiffel_sim::metrics::histogram())
-        .collect();
-    for leaf in (0..tree.len()).filter(|&i| tree.node(i).is_leaf) {
-        let mut cur = Some(leaf);
-        while let Some(n) = cur {
-            node_latency[n]
-                .add(&m.leaves[leaf].latency)
-                .expect("histograms of equal bounds");
-            cur = spec.nodes[n].parent;
-        }
-    }
-    let throughput: Vec<f64> = tree
-        .nodes()
-        .map(|v| v.counters.dequeued_bytes as f64 * 8.0 / secs)
-        .collect();
-    let nodes = tree
-        .nodes()
-        .map(|v| NodeReport {
-            path: v.path.clone(),
-            depth: v.depth,
-            discipline: v.discipline.clone(),
-            weight: v.spec.weight,
-            throughput_bps: throughput[v.index],
-            share_of_parent: v.spec.parent.map(|p| {
-                if throughput[p] > 0.0 {
-                    throughput[v.index] / throughput[p]
-                } else {
-                    0.0
-                }
-            }),
-            limit_bps: v.spec.limit.map(|l| l.rate),
-            burst_bytes: v.spec.limit.map(|l| l.burst),
-            flow_limit_bps: v.spec.per_flow.and_then(|pf| pf.flow_limit).map(|l| l.rate),
-            enqueued: v.counters.enqueued,
-            dequeued: v.counters.dequeued,
-            dropped: v.counters.dropped_total(),
-            queued: v.backlog.packets,
-            drops: drops(&v.counters),
-            latency: Latency::of(&node_latency[v.index]),
-        })
-        .collect();
-    let mut first = 0usize;
-    let flows = workload
-        .groups
-        .iter()
-        .zip(&m.groups)
-        .map(|(g, s)| {
-            let mut leaves: Vec<String> = routes[first..first + g.count as usize]
-                .iter()
-                .map(|r| tree.node(r.leaf as usize).path)
-                .collect();
-            leaves.dedup();
-            leaves.sort();
-            leaves.dedup();
-            first += g.count as usize;
-            FlowReport {
-                name: g.name.clone(),
-                count: g.count,
-                class: g.class,
-                leaves,
-                offered_bps: s.offered_bytes as f64 * 8.0 / secs,
-                throughput_bps: s.sent_bytes as f64 * 8.0 / secs,
-                offered: s.offered,
-                sent: s.sent,
-                dropped: s.drops.total(),
-                drops: s.drops.nonzero().map(|(r, n)| (r.to_string(), n)).collect(),
-                latency: Latency::of(&s.latency),
-                fct: (s.finite_flows > 0).then(|| Fct {
-                    flows: s.finite_flows,
-                    completed: s.fct.len(),
-                    p50_ns: if s.fct.is_empty() {
-                        0
-                    } else {
-                        s.fct.value_at_quantile(0.5)
-                    },
-                    p99_ns: if s.fct.is_empty() {
-                        0
-                    } else {
-                        s.fct.value_at_quantile(0.99)
-                    },
-                    mean_ns: if s.fct.is_empty() { 0.0 } else { s.fct.mean() },
-                }),
-            }
-        })
-        .collect();
-    let c = tree.counters();
-    let totals = Totals {
-        enqueued: c.enqueued,
-        dequeued: c.dequeued,
-        dropped: c.dropped_total(),
-        queued: tree.backlog().packets,
-    };
-    let series = (0..tree.len())
-        .filter(|&i| tree.node(i).is_leaf)
-        .map(|i| LeafSeries {
-            path: tree.node(i).path,
-            rates_bps: m.leaves[i]
-                .series
-                .iter()
-                .map(|&b| b as f64 * 8e9 / m.bin as f64)
-                .collect(),
-        })
-        .collect();
-    RunReport {
-        policy: policy.file_name().to_string(),
-        link_rate_bps: opts.link_rate,
-        duration_ns: opts.duration,
-        seed: opts.seed,
-        shaper_granularity_ns: tree.shaper_granularity(),
-        nodes,
-        flows,
-        totals,
-        bin_ns: m.bin,
-        series,
-    }
+    let name = policy.file_name();
+    run_tree(
+        name,
+        policy.build(),
+        &w.workload,
+        &routes,
+        opts,
+        progress,
+        extra,
+    )
 }

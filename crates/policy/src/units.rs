@@ -10,7 +10,10 @@
 //! |---|---|
 //! | rate | `bit`, `kbit` (10^3), `Mbit` (10^6), `Gbit` (10^9), `Tbit` (10^12); each may end in `/s`, and `bps`, `kbps`, `Mbps`, `Gbps`, `Tbps` are the same |
 //! | size | `B`; decimal `kB`/`KB` (10^3), `MB` (10^6), `GB` (10^9); binary `KiB` (2^10), `MiB` (2^20), `GiB` (2^30) |
-//! | duration | `ns`, `us` (or `µs`, 10^3 ns), `ms` (10^6 ns), `s` (10^9 ns) |
+//! | duration | `ns`, `us` (or `µs`, 10^3 ns), `ms` (10^6 ns), `s` (10^9 ns), `m` (or `min`, 60 s) |
+//!
+//! This is the one grammar of quantities in policy and workload files: node
+//! keys, the shaper, the `[classify]` section and workloads all read through it.
 
 use core::fmt;
 use core::marker::PhantomData;
@@ -24,6 +27,8 @@ pub trait Unit {
     const WHAT: &'static str;
     /// Examples for error messages.
     const EXAMPLES: &'static str;
+    /// The base unit, in words (`"bytes"`).
+    const BASE: &'static str;
     /// The multiplier of a unit name, if known.
     fn scale(unit: &str) -> Option<u64>;
 }
@@ -40,6 +45,7 @@ pub enum TimeUnit {}
 
 impl Unit for RateUnit {
     const WHAT: &'static str = "rate";
+    const BASE: &'static str = "bits per second";
     const EXAMPLES: &'static str =
         "\"7Mbit\", \"10Gbit\" or \"500kbit\" (bits per second: bit, kbit, Mbit, Gbit, Tbit)";
     fn scale(unit: &str) -> Option<u64> {
@@ -60,6 +66,7 @@ impl Unit for RateUnit {
 
 impl Unit for SizeUnit {
     const WHAT: &'static str = "size";
+    const BASE: &'static str = "bytes";
     const EXAMPLES: &'static str =
         "\"1500B\", \"64KB\" or \"64KiB\" (bytes: B, kB = KB = 1000 B, MB, GB, KiB = 1024 B, MiB, GiB)";
     fn scale(unit: &str) -> Option<u64> {
@@ -78,13 +85,15 @@ impl Unit for SizeUnit {
 
 impl Unit for TimeUnit {
     const WHAT: &'static str = "duration";
-    const EXAMPLES: &'static str = "\"2s\", \"10ms\" or \"250us\" (ns, us, ms, s)";
+    const BASE: &'static str = "nanoseconds";
+    const EXAMPLES: &'static str = "\"2s\", \"10ms\" or \"250us\" (ns, us, ms, s, m)";
     fn scale(unit: &str) -> Option<u64> {
         match unit {
             "ns" => Some(1),
             "us" | "µs" => Some(1_000),
             "ms" => Some(1_000_000),
             "s" => Some(1_000_000_000),
+            "m" | "min" => Some(60_000_000_000),
             _ => None,
         }
     }
@@ -109,49 +118,144 @@ impl<U> Quantity<U> {
     }
 }
 
+impl Quantity<RateUnit> {
+    /// The rate.
+    #[must_use]
+    pub const fn rate(self) -> eiffel_sched::Rate {
+        eiffel_sched::Rate::from_bps(self.0)
+    }
+}
+
+impl Quantity<TimeUnit> {
+    /// The duration.
+    #[must_use]
+    pub const fn duration(self) -> eiffel_sched::Duration {
+        eiffel_sched::Duration::from_nanos(self.0)
+    }
+}
+
 impl<U> fmt::Debug for Quantity<U> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.0)
     }
 }
 
+/// A quantity that cannot be read: what is wrong, with the text, the kind of
+/// quantity and examples of what is expected.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UnitError {
+    /// No number in front.
+    #[error("`{text}` is not a {what}: expected a number and a unit, such as {examples}")]
+    NotAQuantity {
+        /// The text given.
+        text: String,
+        /// The kind of quantity.
+        what: &'static str,
+        /// What is expected.
+        examples: &'static str,
+    },
+    /// A number without a unit, written as a string.
+    #[error("`{text}` has no unit: a {what} needs a unit, such as {examples}")]
+    NoUnit {
+        /// The text given.
+        text: String,
+        /// The kind of quantity.
+        what: &'static str,
+        /// What is expected.
+        examples: &'static str,
+    },
+    /// A number without a unit, written as a number.
+    #[error(
+        "a bare number ({value}) has no unit: write the {what} as a string such as {examples}"
+    )]
+    BareNumber {
+        /// The number as written.
+        value: String,
+        /// The kind of quantity.
+        what: &'static str,
+        /// What is expected.
+        examples: &'static str,
+    },
+    /// A unit this kind of quantity does not have.
+    #[error("`{text}`: unknown {what} unit `{unit}`; write it like {examples}")]
+    UnknownUnit {
+        /// The text given.
+        text: String,
+        /// The unit given.
+        unit: String,
+        /// The kind of quantity.
+        what: &'static str,
+        /// What is expected.
+        examples: &'static str,
+    },
+    /// A malformed number.
+    #[error("`{text}`: `{number}` is not a decimal number")]
+    NotDecimal {
+        /// The text given.
+        text: String,
+        /// The number part.
+        number: String,
+    },
+    /// More than 64 bits of the base unit.
+    #[error("`{text}` is too large")]
+    TooLarge {
+        /// The text given.
+        text: String,
+    },
+    /// A fraction of the base unit.
+    #[error("`{text}` is not a whole number of {base}")]
+    NotWhole {
+        /// The text given.
+        text: String,
+        /// The base unit (`bytes`...).
+        base: &'static str,
+    },
+}
+
 /// Parses `text` as a quantity of kind `U`.
 ///
 /// # Errors
-/// A message saying what is wrong and what is expected.
-pub fn parse<U: Unit>(text: &str) -> Result<Quantity<U>, String> {
+/// What is wrong and what is expected.
+pub fn parse<U: Unit>(text: &str) -> Result<Quantity<U>, UnitError> {
     let s = text.trim();
     let split = s
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
     let unit = unit.trim();
+    let owned = || text.to_owned();
     if num.is_empty() {
-        return Err(format!(
-            "`{text}` is not a {}: expected a number and a unit, such as {}",
-            U::WHAT,
-            U::EXAMPLES
-        ));
+        let (what, examples) = (U::WHAT, U::EXAMPLES);
+        return Err(UnitError::NotAQuantity {
+            text: owned(),
+            what,
+            examples,
+        });
     }
     if unit.is_empty() {
-        return Err(format!(
-            "`{text}` has no unit: write a {} such as {}",
-            U::WHAT,
-            U::EXAMPLES
-        ));
+        let (what, examples) = (U::WHAT, U::EXAMPLES);
+        return Err(UnitError::NoUnit {
+            text: owned(),
+            what,
+            examples,
+        });
     }
-    let scale = U::scale(unit).ok_or_else(|| {
-        format!(
-            "`{text}`: unknown {} unit `{unit}`; write it like {}",
-            U::WHAT,
-            U::EXAMPLES
-        )
+    let scale = U::scale(unit).ok_or_else(|| UnitError::UnknownUnit {
+        text: owned(),
+        unit: unit.to_owned(),
+        what: U::WHAT,
+        examples: U::EXAMPLES,
     })?;
     let (int, frac) = num.split_once('.').unwrap_or((num, ""));
     if int.is_empty() || frac.contains('.') || (num.contains('.') && frac.is_empty()) {
-        return Err(format!("`{text}`: `{num}` is not a decimal number"));
+        let number = num.to_owned();
+        return Err(UnitError::NotDecimal {
+            text: owned(),
+            number,
+        });
     }
-    let too_big = || format!("`{text}` is too large");
+    let too_big = || UnitError::TooLarge { text: owned() };
     let digits = u32::try_from(frac.len()).map_err(|_| too_big())?;
     let pow = 10u128.checked_pow(digits).ok_or_else(too_big)?;
     let mantissa: u128 = format!("{int}{frac}").parse().map_err(|_| too_big())?;
@@ -159,18 +263,23 @@ pub fn parse<U: Unit>(text: &str) -> Result<Quantity<U>, String> {
         .checked_mul(u128::from(scale))
         .ok_or_else(too_big)?;
     if scaled % pow != 0 {
-        return Err(format!(
-            "`{text}` is not a whole number of {}",
-            match U::WHAT {
-                "rate" => "bits per second",
-                "size" => "bytes",
-                _ => "nanoseconds",
-            }
-        ));
+        return Err(UnitError::NotWhole {
+            text: owned(),
+            base: U::BASE,
+        });
     }
     u64::try_from(scaled / pow)
         .map(|v| Quantity(v, PhantomData))
         .map_err(|_| too_big())
+}
+
+/// The error of a number written without its unit.
+pub(crate) fn bare<U: Unit>(v: impl fmt::Display) -> UnitError {
+    UnitError::BareNumber {
+        value: v.to_string(),
+        what: U::WHAT,
+        examples: U::EXAMPLES,
+    }
 }
 
 impl<'de, U: Unit> Deserialize<'de> for Quantity<U> {
@@ -185,21 +294,13 @@ impl<'de, U: Unit> Deserialize<'de> for Quantity<U> {
                 parse(s).map_err(E::custom)
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<Quantity<U>, E> {
-                Err(E::custom(format!(
-                    "a bare number ({v}) has no unit: write the {} as a string such as {}",
-                    U::WHAT,
-                    U::EXAMPLES
-                )))
+                Err(E::custom(bare::<U>(v)))
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<Quantity<U>, E> {
                 self.visit_i64(i64::try_from(v).unwrap_or(i64::MAX))
             }
             fn visit_f64<E: de::Error>(self, v: f64) -> Result<Quantity<U>, E> {
-                Err(E::custom(format!(
-                    "a bare number ({v}) has no unit: write the {} as a string such as {}",
-                    U::WHAT,
-                    U::EXAMPLES
-                )))
+                Err(E::custom(bare::<U>(v)))
             }
         }
         d.deserialize_any(V(PhantomData))
@@ -207,21 +308,10 @@ impl<'de, U: Unit> Deserialize<'de> for Quantity<U> {
 }
 
 /// Formats bits per second with the largest unit that keeps it readable
-/// (`"7Mbit/s"`, `"1.5Gbit/s"`).
+/// (`"7 Mbit/s"`, `"1.5 Gbit/s"`).
 #[must_use]
 pub fn fmt_rate(bps: f64) -> String {
-    let (v, u) = if bps >= 1e12 {
-        (bps / 1e12, "Tbit/s")
-    } else if bps >= 1e9 {
-        (bps / 1e9, "Gbit/s")
-    } else if bps >= 1e6 {
-        (bps / 1e6, "Mbit/s")
-    } else if bps >= 1e3 {
-        (bps / 1e3, "kbit/s")
-    } else {
-        (bps, "bit/s")
-    };
-    format!("{} {u}", trim(v))
+    eiffel_sched::time::fmt_bps(bps)
 }
 
 /// Formats bytes (`"1500 B"`, `"64 KiB"` when a whole number of KiB, else decimal).
@@ -243,30 +333,7 @@ pub fn fmt_size(bytes: u64) -> String {
 /// Formats nanoseconds with the largest unit that keeps three significant digits.
 #[must_use]
 pub fn fmt_time(ns: f64) -> String {
-    let (v, u) = if ns >= 1e9 {
-        (ns / 1e9, "s")
-    } else if ns >= 1e6 {
-        (ns / 1e6, "ms")
-    } else if ns >= 1e3 {
-        (ns / 1e3, "us")
-    } else {
-        (ns, "ns")
-    };
-    format!("{} {u}", trim(v))
-}
-
-/// Up to three decimals, trailing zeros removed.
-fn trim(v: f64) -> String {
-    let digits = if v >= 100.0 {
-        1
-    } else if v >= 10.0 {
-        2
-    } else {
-        3
-    };
-    let s = format!("{v:.digits$}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    s.to_string()
+    eiffel_sched::time::fmt_nanos(ns)
 }
 
 #[cfg(test)]
@@ -288,15 +355,17 @@ mod tests {
         assert_eq!(parse::<TimeUnit>("2s").unwrap().get(), 2_000_000_000);
         assert_eq!(parse::<TimeUnit>("10us").unwrap().get(), 10_000);
         assert_eq!(parse::<TimeUnit>("0.5ms").unwrap().get(), 500_000);
+        assert_eq!(parse::<TimeUnit>("2m").unwrap().get(), 120_000_000_000);
+        assert_eq!(parse::<TimeUnit>("1.5min").unwrap().get(), 90_000_000_000);
     }
 
     #[test]
     fn mistakes_are_explained() {
-        let e = parse::<RateUnit>("7").unwrap_err();
+        let e = parse::<RateUnit>("7").unwrap_err().to_string();
         assert!(e.contains("no unit") && e.contains("Mbit"), "{e}");
-        let e = parse::<RateUnit>("7MB").unwrap_err();
+        let e = parse::<RateUnit>("7MB").unwrap_err().to_string();
         assert!(e.contains("unknown rate unit `MB`"), "{e}");
-        let e = parse::<SizeUnit>("1.5B").unwrap_err();
+        let e = parse::<SizeUnit>("1.5B").unwrap_err().to_string();
         assert!(e.contains("whole number of bytes"), "{e}");
         assert!(parse::<TimeUnit>("1..2s").is_err());
         assert!(parse::<TimeUnit>("s").is_err());

@@ -30,8 +30,8 @@ use eiffel_sim::{FlowGroup, PacketSizes, Process, Workload};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::error::{KeyIndex, PolicyError};
-use crate::units::{self, Rate, SizeUnit, Time};
+use crate::error::{self, KeyIndex, PolicyError};
+use crate::units::{self, Rate, SizeUnit, Time, UnitError};
 
 /// The workload `eiffel run` uses when none is given: [`crate::FIG6_WORKLOAD`].
 #[derive(Clone, Debug, PartialEq)]
@@ -88,20 +88,211 @@ fn int(
 
 /// One size, or a list of them, as strings with units.
 fn sizes(index: &KeyIndex, v: &Spanned<toml::Value>, key: &str) -> Result<Vec<u64>, PolicyError> {
-    let one = |x: &toml::Value| -> Result<u64, String> {
+    let one = |x: &toml::Value| -> Result<u64, UnitError> {
         match x {
             toml::Value::String(s) => units::parse::<SizeUnit>(s).map(|q| q.get()),
-            other => Err(format!(
-                "a bare {} has no unit: write sizes as strings such as \"1500B\" or \"64KiB\"",
-                other.type_str()
-            )),
+            other => Err(units::bare::<SizeUnit>(other)),
         }
     };
     let err = |m: String| index.error(v.span().start, key, m);
+    let unit_err = |e: UnitError| err(e.to_string());
     match v.get_ref() {
         toml::Value::Array(a) if a.is_empty() => Err(err("an empty list of sizes".into())),
-        toml::Value::Array(a) => a.iter().map(|x| one(x).map_err(err)).collect(),
-        x => Ok(vec![one(x).map_err(err)?]),
+        toml::Value::Array(a) => a.iter().map(|x| one(x).map_err(unit_err)).collect(),
+        x => Ok(vec![one(x).map_err(unit_err)?]),
+    }
+}
+
+/// Reads `[[flow]]` groups of one workload file, each error at its key.
+struct Reader<'a> {
+    index: &'a KeyIndex,
+}
+
+impl Reader<'_> {
+    /// `flow[i].k`.
+    fn key(i: usize, k: &str) -> String {
+        format!("flow[{i}].{k}")
+    }
+
+    /// Flow group `i`; `earlier` are the groups before it.
+    fn group(
+        &self,
+        i: usize,
+        f: &FlowFile,
+        earlier: &[FlowFile],
+    ) -> Result<FlowGroup, PolicyError> {
+        let index = self.index;
+        let key = |k: &str| Self::key(i, k);
+        let name = f.name.get_ref().clone();
+        if let Some(j) = earlier.iter().position(|g| *g.name.get_ref() == name) {
+            let first = index.line_of(earlier[j].name.span().start);
+            let msg = format!("duplicate flow name `{name}` (first at line {first})");
+            return Err(index.error(f.name.span().start, &key("name"), msg));
+        }
+        let class = match &f.class {
+            Some(c) => int(index, c, &key("class"), 0, i64::from(u32::MAX))? as u32,
+            None => 0,
+        };
+        let count = match &f.count {
+            Some(c) => int(index, c, &key("count"), 1, 1 << 24)? as u32,
+            None => 1,
+        };
+        let packets = self.packets(i, f)?;
+        let process = self.process(i, f)?;
+        let flow_sizes = match &f.size {
+            Some(s) => sizes(index, s, &key("size"))?,
+            None => Vec::new(),
+        };
+        if flow_sizes.contains(&0) {
+            return Err(index.at_key(&key("size"), "flow sizes must be at least 1 B"));
+        }
+        let priority = match &f.priority {
+            Some(p) => int(index, p, &key("priority"), 0, i64::MAX)? as u64,
+            None => 0,
+        };
+        if f.slack.is_some() && f.priority.is_some() {
+            let msg = "`slack` and `priority` both set the packet's rank: use one";
+            return Err(index.at_key(&key("slack"), msg));
+        }
+        let t = |v: &Option<Spanned<Time>>| v.as_ref().map(|x| x.get_ref().get());
+        Ok(FlowGroup {
+            name,
+            count,
+            class,
+            packets,
+            process,
+            start: t(&f.start).unwrap_or(0),
+            stagger: t(&f.stagger).unwrap_or(0),
+            stop: t(&f.stop),
+            flow_sizes,
+            deadline: t(&f.deadline),
+            slack: t(&f.slack),
+            priority,
+        })
+    }
+
+    /// `packet`: one size or a uniform range.
+    fn packets(&self, i: usize, f: &FlowFile) -> Result<PacketSizes, PolicyError> {
+        let Some(p) = &f.packet else {
+            return Ok(PacketSizes::Fixed(1500));
+        };
+        let key = Self::key(i, "packet");
+        let v = sizes(self.index, p, &key)?;
+        let bad = |m: &str| self.index.error(p.span().start, &key, m);
+        if v.iter().any(|&l| l == 0 || l > u64::from(u16::MAX)) {
+            return Err(bad("packet sizes must be 1 B..=65535 B"));
+        }
+        match v[..] {
+            [l] => Ok(PacketSizes::Fixed(l as u32)),
+            [a, b] if a <= b => Ok(PacketSizes::Uniform {
+                min: a as u32,
+                max: b as u32,
+            }),
+            _ => Err(bad(
+                "give one size, or a range [\"min\", \"max\"] with min <= max",
+            )),
+        }
+    }
+
+    /// A key that applies to `kind` arrivals only, set on another kind.
+    fn only(&self, i: usize, present: bool, k: &str, kind: &str) -> Result<(), PolicyError> {
+        if present {
+            let msg = format!("`{k}` applies to `{kind}` arrivals only");
+            return Err(self.index.at_key(&Self::key(i, k), msg));
+        }
+        Ok(())
+    }
+
+    /// No `on`, `off` or `shape` outside `onoff` arrivals.
+    fn no_onoff_keys(&self, i: usize, f: &FlowFile) -> Result<(), PolicyError> {
+        let keys = [
+            (f.on.is_some(), "on"),
+            (f.off.is_some(), "off"),
+            (f.shape.is_some(), "shape"),
+        ];
+        for (present, k) in keys {
+            self.only(i, present, k, "onoff")?;
+        }
+        Ok(())
+    }
+
+    /// `rate`, required and positive.
+    fn rate(&self, i: usize, f: &FlowFile) -> Result<u64, PolicyError> {
+        let key = Self::key(i, "rate");
+        let r = f.rate.as_ref().ok_or_else(|| {
+            let msg = format!("`{}` arrivals need a `rate`", f.arrivals.get_ref());
+            self.index.error(f.arrivals.span().start, &key, msg)
+        })?;
+        if r.get_ref().get() == 0 {
+            let msg = "the rate must be positive";
+            return Err(self.index.error(r.span().start, &key, msg));
+        }
+        Ok(r.get_ref().get())
+    }
+
+    /// `arrivals` and the keys of its process.
+    fn process(&self, i: usize, f: &FlowFile) -> Result<Process, PolicyError> {
+        match f.arrivals.get_ref().as_str() {
+            kind @ ("constant" | "poisson") => {
+                self.only(i, f.window.is_some(), "window", "greedy")?;
+                self.no_onoff_keys(i, f)?;
+                let rate_bps = self.rate(i, f)?;
+                Ok(if kind == "constant" {
+                    Process::Constant { rate_bps }
+                } else {
+                    Process::Poisson { rate_bps }
+                })
+            }
+            "onoff" => self.onoff(i, f),
+            "greedy" => {
+                let others = "constant, poisson and onoff";
+                self.only(i, f.rate.is_some(), "rate", others)?;
+                self.no_onoff_keys(i, f)?;
+                let window = match &f.window {
+                    Some(w) => int(self.index, w, &Self::key(i, "window"), 1, 1 << 20)? as u32,
+                    None => 32,
+                };
+                Ok(Process::Greedy { window })
+            }
+            other => Err(self.index.error(
+                f.arrivals.span().start,
+                &Self::key(i, "arrivals"),
+                format!("unknown arrival process `{other}` (expected constant, poisson, onoff or greedy)"),
+            )),
+        }
+    }
+
+    /// On/off Pareto arrivals: `rate`, `on` and `off` means, `shape`.
+    fn onoff(&self, i: usize, f: &FlowFile) -> Result<Process, PolicyError> {
+        let index = self.index;
+        self.only(i, f.window.is_some(), "window", "greedy")?;
+        let need = |v: &Option<Spanned<Time>>, k: &str| -> Result<u64, PolicyError> {
+            let v = v.as_ref().ok_or_else(|| {
+                let msg = format!("`onoff` arrivals need `{k}` (mean period length)");
+                index.error(f.arrivals.span().start, &Self::key(i, k), msg)
+            })?;
+            if v.get_ref().get() == 0 {
+                return Err(index.error(v.span().start, &Self::key(i, k), "must be positive"));
+            }
+            Ok(v.get_ref().get())
+        };
+        let shape = match &f.shape {
+            Some(s) => {
+                let v = *s.get_ref();
+                if !(v > 1.0 && v.is_finite()) {
+                    let msg = "the Pareto shape must be above 1 (for a finite mean)";
+                    return Err(index.error(s.span().start, &Self::key(i, "shape"), msg));
+                }
+                v
+            }
+            None => 1.5,
+        };
+        Ok(Process::OnOff {
+            rate_bps: self.rate(i, f)?,
+            mean_on: need(&f.on, "on")?,
+            mean_off: need(&f.off, "off")?,
+            shape,
+        })
     }
 }
 
@@ -134,173 +325,10 @@ impl WorkloadFile {
         if file.flow.is_empty() {
             return Err(index.error(0, "flow", "a workload needs at least one [[flow]]"));
         }
-        let mut groups = Vec::with_capacity(file.flow.len());
-        for (i, f) in file.flow.iter().enumerate() {
-            let key = |k: &str| format!("flow[{i}].{k}");
-            let name = f.name.get_ref().clone();
-            if let Some(j) = file.flow[..i]
-                .iter()
-                .position(|g| *g.name.get_ref() == name)
-            {
-                return Err(index.error(
-                    f.name.span().start,
-                    &key("name"),
-                    format!(
-                        "duplicate flow name `{name}` (first at line {})",
-                        index.line_of(file.flow[j].name.span().start)
-                    ),
-                ));
-            }
-            let class = match &f.class {
-                Some(c) => int(&index, c, &key("class"), 0, i64::from(u32::MAX))? as u32,
-                None => 0,
-            };
-            let count = match &f.count {
-                Some(c) => int(&index, c, &key("count"), 1, 1 << 24)? as u32,
-                None => 1,
-            };
-            let packets = match &f.packet {
-                None => PacketSizes::Fixed(1500),
-                Some(p) => {
-                    let v = sizes(&index, p, &key("packet"))?;
-                    let bad = |m: &str| index.error(p.span().start, &key("packet"), m);
-                    if v.iter().any(|&l| l == 0 || l > u64::from(u16::MAX)) {
-                        return Err(bad("packet sizes must be 1 B..=65535 B"));
-                    }
-                    match v[..] {
-                        [l] => PacketSizes::Fixed(l as u32),
-                        [a, b] if a <= b => PacketSizes::Uniform {
-                            min: a as u32,
-                            max: b as u32,
-                        },
-                        _ => {
-                            return Err(bad(
-                                "give one size, or a range [\"min\", \"max\"] with min <= max",
-                            ))
-                        }
-                    }
-                }
-            };
-            let rate = || -> Result<u64, PolicyError> {
-                let r = f.rate.as_ref().ok_or_else(|| {
-                    index.error(
-                        f.arrivals.span().start,
-                        &key("rate"),
-                        format!("`{}` arrivals need a `rate`", f.arrivals.get_ref()),
-                    )
-                })?;
-                if r.get_ref().get() == 0 {
-                    return Err(index.error(
-                        r.span().start,
-                        &key("rate"),
-                        "the rate must be positive",
-                    ));
-                }
-                Ok(r.get_ref().get())
-            };
-            let only = |present: bool, k: &str, kind: &str| -> Result<(), PolicyError> {
-                if present {
-                    return Err(
-                        index.at_key(&key(k), format!("`{k}` applies to `{kind}` arrivals only"))
-                    );
-                }
-                Ok(())
-            };
-            let process = match f.arrivals.get_ref().as_str() {
-                kind @ ("constant" | "poisson") => {
-                    only(f.window.is_some(), "window", "greedy")?;
-                    for k in ["on", "off", "shape"] {
-                        let present = match k {
-                            "on" => f.on.is_some(),
-                            "off" => f.off.is_some(),
-                            _ => f.shape.is_some(),
-                        };
-                        only(present, k, "onoff")?;
-                    }
-                    if kind == "constant" {
-                        Process::Constant { rate_bps: rate()? }
-                    } else {
-                        Process::Poisson { rate_bps: rate()? }
-                    }
-                }
-                "onoff" => {
-                    only(f.window.is_some(), "window", "greedy")?;
-                    let need = |v: &Option<Spanned<Time>>, k: &str| -> Result<u64, PolicyError> {
-                        let v = v.as_ref().ok_or_else(|| index.error(f.arrivals.span().start, &key(k), format!("`onoff` arrivals need `{k}` (mean period length)")))?;
-                        if v.get_ref().get() == 0 {
-                            return Err(index.error(v.span().start, &key(k), "must be positive"));
-                        }
-                        Ok(v.get_ref().get())
-                    };
-                    let shape = match &f.shape {
-                        Some(s) => {
-                            let v = *s.get_ref();
-                            if !(v > 1.0 && v.is_finite()) {
-                                return Err(index.error(s.span().start, &key("shape"), "the Pareto shape must be above 1 (for a finite mean)"));
-                            }
-                            v
-                        }
-                        None => 1.5,
-                    };
-                    Process::OnOff {
-                        rate_bps: rate()?,
-                        mean_on: need(&f.on, "on")?,
-                        mean_off: need(&f.off, "off")?,
-                        shape,
-                    }
-                }
-                "greedy" => {
-                    only(f.rate.is_some(), "rate", "constant, poisson and onoff")?;
-                    for (present, k) in [(f.on.is_some(), "on"), (f.off.is_some(), "off"), (f.shape.is_some(), "shape")] {
-                        only(present, k, "onoff")?;
-                    }
-                    let window = match &f.window {
-                        Some(w) => int(&index, w, &key("window"), 1, 1 << 20)? as u32,
-                        None => 32,
-                    };
-                    Process::Greedy { window }
-                }
-                other => {
-                    return Err(index.error(
-                        f.arrivals.span().start,
-                        &key("arrivals"),
-                        format!("unknown arrival process `{other}` (expected constant, poisson, onoff or greedy)"),
-                    ))
-                }
-            };
-            let flow_sizes = match &f.size {
-                Some(s) => sizes(&index, s, &key("size"))?,
-                None => Vec::new(),
-            };
-            if flow_sizes.contains(&0) {
-                return Err(index.at_key(&key("size"), "flow sizes must be at least 1 B"));
-            }
-            let t = |v: &Option<Spanned<Time>>| v.as_ref().map(|x| x.get_ref().get());
-            let priority = match &f.priority {
-                Some(p) => int(&index, p, &key("priority"), 0, i64::MAX)? as u64,
-                None => 0,
-            };
-            if f.slack.is_some() && f.priority.is_some() {
-                return Err(index.at_key(
-                    &key("slack"),
-                    "`slack` and `priority` both set the packet's rank: use one",
-                ));
-            }
-            groups.push(FlowGroup {
-                name,
-                count,
-                class,
-                packets,
-                process,
-                start: t(&f.start).unwrap_or(0),
-                stagger: t(&f.stagger).unwrap_or(0),
-                stop: t(&f.stop),
-                flow_sizes,
-                deadline: t(&f.deadline),
-                slack: t(&f.slack),
-                priority,
-            });
-        }
+        let reader = Reader { index: &index };
+        let groups = (0..file.flow.len())
+            .map(|i| reader.group(i, &file.flow[i], &file.flow[..i]))
+            .collect::<Result<Vec<_>, _>>()?;
         let workload = Workload { groups, seed };
         if workload.flows() > u32::MAX as usize {
             return Err(index.error(0, "flow", "a workload holds fewer than 2^32 flows"));
@@ -317,12 +345,7 @@ impl WorkloadFile {
     /// # Errors
     /// The file cannot be read, or a mistake in it.
     pub fn load(path: impl AsRef<std::path::Path>) -> Result<WorkloadFile, PolicyError> {
-        let path = path.as_ref();
-        let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| PolicyError::Io {
-            file: name.clone(),
-            message: e.to_string(),
-        })?;
+        let (name, text) = error::read(path.as_ref())?;
         WorkloadFile::parse(&text, &name)
     }
 }

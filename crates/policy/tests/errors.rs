@@ -403,4 +403,25 @@ fn calendar_parameters() {
         "node[0].name",
         "needs a `rate`",
     );
+    // The same checks on a per-flow leaf, naming the node and the discipline.
+    let q = "[[node]]\nname = \"q\"\nflows = 4\n";
+    for needle in ["\"q\"", "`burst_allowance` does not apply to cq-edf"] {
+        refused(
+            &format!("{q}discipline = \"cq-edf\"\nburst_allowance = \"3000B\"\n"),
+            5,
+            "node[0].burst_allowance",
+            needle,
+        );
+    }
+    for needle in [
+        "`quantum`",
+        "calendar-queue parameter, but the discipline is wfq",
+    ] {
+        refused(
+            &format!("{q}discipline = \"wfq\"\nquantum = \"100B\"\n"),
+            5,
+            "node[0].quantum",
+            needle,
+        );
+    }
 }

@@ -139,15 +139,29 @@ fn fig6_shares_and_both_limits_on_one_path() {
     let (r, c, v) = (limit("root"), limit("capped"), limit("video"));
     let mut obs = (
         (
-            Conforms::new("root", r.rate, r.burst, spec.mtu, slack, link, |_| true),
-            Conforms::new("capped", c.rate, c.burst, spec.mtu, slack, link, move |p| {
-                p.class == video || p.class == bulk
+            Conforms::new("root", r.rate.bps(), r.burst, spec.mtu, slack, link, |_| {
+                true
             }),
+            Conforms::new(
+                "capped",
+                c.rate.bps(),
+                c.burst,
+                spec.mtu,
+                slack,
+                link,
+                move |p| p.class == video || p.class == bulk,
+            ),
         ),
         (
-            Conforms::new("video", v.rate, v.burst, spec.mtu, slack, link, move |p| {
-                p.class == video
-            }),
+            Conforms::new(
+                "video",
+                v.rate.bps(),
+                v.burst,
+                spec.mtu,
+                slack,
+                link,
+                move |p| p.class == video,
+            ),
             Invariants { sent: 0 },
         ),
     );
@@ -316,7 +330,12 @@ impl Observer<PolicyTree> for PfabricOrder {
 #[test]
 fn pfabric_serves_the_fewest_remaining_packets_and_never_reorders() {
     let (policy, w) = example("pfabric");
-    let granularity = policy.spec().nodes[0].queue.granularity.unwrap();
+    let granularity = policy.spec().nodes[0]
+        .discipline
+        .queue()
+        .unwrap()
+        .granularity
+        .unwrap();
     let mut obs = (
         PfabricOrder {
             queued: Queued::default(),
@@ -410,7 +429,7 @@ fn hclock_meets_reservations_before_sharing_the_rest() {
     let mut obs = (
         Conforms::new(
             "a",
-            la.rate,
+            la.rate.bps(),
             la.burst,
             spec.mtu,
             slack,
@@ -470,7 +489,7 @@ fn pacing_20k_flows_with_one_shaper() {
     let mut obs = (
         Pacing {
             link_bps: opts.link_rate as f64,
-            rate: pf.flow_limit.unwrap().rate as f64,
+            rate: pf.flow_limit.unwrap().rate.bps() as f64,
             slack: tree.shaper_granularity() as f64,
             tat: vec![0.0; 20_000],
             bytes: 0,

@@ -41,8 +41,8 @@ pub use clock::Clock;
 pub use link::Link;
 pub use locked::{Locked, LockedReport};
 pub use runtime::{
-    Client, ClientReport, ClientStats, Config, Control, Dispatch, DropHook, LiveStats, Placement,
-    Pspat, Report, SendError, ShutdownMode,
+    Aggregation, BatchError, Client, ClientReport, ClientStats, Config, Control, Dispatch,
+    DropHook, LiveStats, Placement, Pspat, Report, SendError, ShutdownMode,
 };
 pub use transmit::{CountingSink, NoopSink, SinkCounters, Transmit};
 

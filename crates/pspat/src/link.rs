@@ -19,7 +19,7 @@
 //! of fast links (0.96 ns for 60 bytes at 500 Gbit/s) do not round away and the sum
 //! never drifts: the cost per byte is computed once with a 2^-32 ns resolution.
 
-use eiffel_sched::Nanos;
+use eiffel_sched::time::{Nanos, Rate, Rounding};
 
 const FRAC_BITS: u32 = 32;
 
@@ -51,7 +51,7 @@ impl Link {
             return None;
         }
         // Rounded up: the emulated link is never faster than its rate.
-        let per_byte = (8_000_000_000u128 << FRAC_BITS).div_ceil(u128::from(rate_bps));
+        let per_byte = Rate::from_bps(rate_bps).tx_time_fixed(1, FRAC_BITS, Rounding::Up);
         Some(Link {
             idle_at: 0,
             per_byte,

@@ -17,7 +17,7 @@ use crate::link::Link;
 use crate::sync::{lock, Mutex};
 use crate::transmit::Transmit;
 use crate::Error;
-use eiffel_sched::{Drop, DropCounts, DropReason, Nanos, Packet, Scheduler};
+use eiffel_sched::{DropCounts, DropReason, Dropped, Nanos, Packet, Scheduler};
 use std::time::Duration;
 
 /// Packets the sink receives per call at most.
@@ -131,8 +131,8 @@ impl<S: Scheduler, X: Transmit> Locked<S, X> {
     /// Enqueues `pkt` and runs the link, all under the lock.
     ///
     /// # Errors
-    /// The scheduler's [`Drop`] when it refuses the packet (or evicts another).
-    pub fn send(&self, pkt: Packet) -> Result<(), Drop> {
+    /// The scheduler's [`Dropped`] when it refuses the packet (or evicts another).
+    pub fn send(&self, pkt: Packet) -> Result<(), Dropped> {
         let mut guard = lock(&self.inner);
         // Read under the lock, as a shaper in tc does: a time read before waiting
         // for the lock could precede the arrival of a packet this call transmits.
@@ -145,6 +145,26 @@ impl<S: Scheduler, X: Transmit> Locked<S, X> {
         }
         inner.run(now);
         result
+    }
+
+    /// Enqueues every packet of `pkts` and runs the link, under one acquisition of
+    /// the lock (a sender that batches, as PSPAT clients may with
+    /// [`Client::send_batch`](crate::Client::send_batch)). Returns how many packets
+    /// the scheduler refused or evicted (counted in [`LockedStats::dropped`]).
+    pub fn send_batch(&self, pkts: &[Packet]) -> usize {
+        let mut guard = lock(&self.inner);
+        let now = self.clock.now();
+        let inner = &mut *guard;
+        inner.stats.received += pkts.len() as u64;
+        let mut dropped = 0;
+        for &pkt in pkts {
+            if let Err(d) = inner.sched.enqueue(pkt, now) {
+                inner.count_drop(d.reason, d.packet.len);
+                dropped += 1;
+            }
+        }
+        inner.run(now);
+        dropped
     }
 
     /// Runs the link at the current time without sending (what a timer would do).
@@ -223,8 +243,10 @@ mod tests {
                 refused += 1;
             }
         }
+        assert_eq!(locked.send_batch(&[Packet::new(0, 1500); 3]), 3);
+        refused += 3;
         let s = locked.stats();
-        assert_eq!(s.received, 5);
+        assert_eq!(s.received, 8);
         assert_eq!(s.dropped.get(DropReason::QueueFull), refused);
         let report = locked.shutdown(ShutdownMode::Discard);
         let st = report.stats;

@@ -9,7 +9,7 @@
 #[cfg(loom)]
 pub(crate) use loom::{
     hint::spin_loop,
-    sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering},
+    sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering},
     sync::{Arc, Condvar, Mutex, MutexGuard},
     thread,
 };
@@ -17,7 +17,7 @@ pub(crate) use loom::{
 #[cfg(not(loom))]
 pub(crate) use std::{
     hint::spin_loop,
-    sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering},
+    sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering},
     sync::{Arc, Condvar, Mutex, MutexGuard},
     thread,
 };

@@ -40,6 +40,13 @@ pub(crate) const fn mask_through(word: u64, bit: usize) -> u64 {
     word & (u64::MAX >> (63 - bit))
 }
 
+/// `word` with every bit at or below `bit` cleared (`bit < 64`): the bits strictly
+/// after it.
+#[inline]
+pub(crate) const fn mask_after(word: u64, bit: usize) -> u64 {
+    word & ((u64::MAX << bit) << 1)
+}
+
 /// Splits a bit position into (word index, bit within the word).
 #[inline]
 pub(crate) const fn split(pos: usize) -> (usize, usize) {
@@ -72,6 +79,9 @@ mod tests {
         assert_eq!(mask_through(w, 3), 0b1010);
         assert_eq!(mask_through(w, 0), 0);
         assert_eq!(mask_through(u64::MAX, 0), 1);
+        assert_eq!(mask_after(w, 0), w);
+        assert_eq!(mask_after(w, 1), 0b1010_1000);
+        assert_eq!(mask_after(u64::MAX, 63), 0);
     }
 
     #[test]

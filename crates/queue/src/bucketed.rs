@@ -23,7 +23,7 @@ use crate::api::{
     QueueStats, RankError,
 };
 use crate::index::BucketIndex;
-use crate::store::BucketStore;
+use crate::store::{BucketStore, NIL};
 
 /// Maps ranks to bucket offsets from a base: `(rank - base) / granularity`, with a
 /// shift when the granularity is a power of two.
@@ -169,14 +169,14 @@ impl<T, I: BucketIndex> PriorityQueue<T> for Bucketed<T, I> {
         let Some(b) = self.bucket_of(rank, true) else {
             return Err(InsertError::OutOfRange(item));
         };
-        let (idx, was_empty) = self
+        let (handle, was_empty) = self
             .store
             .push_back(b, rank, item)
             .map_err(InsertError::Full)?;
         if was_empty {
             self.index.set(b);
         }
-        Ok(self.store.handle(idx))
+        Ok(handle)
     }
 
     #[inline]
@@ -196,13 +196,14 @@ impl<T, I: BucketIndex> PriorityQueue<T> for Bucketed<T, I> {
     #[inline]
     fn pop_min(&mut self) -> Option<(u64, T)> {
         let b = self.index.first_for_pop()?;
-        let (rank, item, now_empty) = self
+        let (rank, item, next) = self
             .store
             .pop_front(b)
             .expect("index points at a non-empty bucket");
-        if now_empty {
+        if next == NIL {
             self.index.clear(b);
         }
+        self.store.prefetch_node(next);
         Some((rank, item))
     }
 

@@ -925,12 +925,12 @@ impl<T> Calendar<T> {
     #[inline]
     fn file(&mut self, day: u64, rank: u64, item: T) -> Result<Handle, InsertError<T>> {
         let list = self.list_for(day);
-        let (idx, was_empty) = self
+        let (handle, was_empty) = self
             .store
             .push_back(list, rank, item)
             .map_err(InsertError::Full)?;
-        self.after_link(list, idx, day, was_empty);
-        Ok(self.store.handle(idx))
+        self.after_link(list, handle.index(), day, was_empty);
+        Ok(handle)
     }
 
     /// Index in `upper` of the coarse level owning `list`.
@@ -1001,8 +1001,8 @@ impl<T> Calendar<T> {
 
     #[inline]
     fn pop_head(&mut self) -> Option<(u64, T)> {
-        let (rank, item, now_empty) = self.store.pop_front(self.head_slot)?;
-        if now_empty {
+        let (rank, item, next) = self.store.pop_front(self.head_slot)?;
+        if next == NIL {
             self.days.clear(self.head_slot);
         }
         Some((rank, item))

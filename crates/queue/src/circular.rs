@@ -52,7 +52,7 @@ use crate::api::{
 };
 use crate::bucketed::Granularity;
 use crate::index::BucketIndex;
-use crate::store::BucketStore;
+use crate::store::{BucketStore, NIL};
 
 /// A circular queue of two halves indexed by `I`.
 ///
@@ -289,6 +289,30 @@ impl<T, I: BucketIndex> Circular<T, I> {
 impl<T, I: BucketIndex> PriorityQueue<T> for Circular<T, I> {
     #[inline]
     fn insert(&mut self, rank: u64, item: T) -> Result<Handle, InsertError<T>> {
+        // The common case first: a rank within the window of a queue whose primary
+        // half holds something, which neither re-anchors nor swaps (`enter` would
+        // do nothing) and lands in a bucket of either half.
+        let p = self.primary;
+        if self.counts[p] != 0 && rank >= self.base {
+            let n = self.n as u64;
+            let b = self.gran.buckets_between(self.base, rank);
+            if b < 2 * n {
+                // Bucket `b` of the window is list `p n + b` taken mod `2 n`:
+                // computed, not branched on (which half a rank falls in is random).
+                let x = p * self.n + b as usize;
+                let list = if x >= 2 * self.n { x - 2 * self.n } else { x };
+                let (half, bucket) = self.split_list(list);
+                let (handle, was_empty) = self
+                    .store
+                    .push_back(list, rank, item)
+                    .map_err(InsertError::Full)?;
+                self.counts[half] += 1;
+                if was_empty {
+                    self.halves[half].set(bucket);
+                }
+                return Ok(handle);
+            }
+        }
         // Checked first so that a refused insert cannot move the window.
         if self.store.is_full() {
             return Err(InsertError::Full(item));
@@ -297,7 +321,7 @@ impl<T, I: BucketIndex> PriorityQueue<T> for Circular<T, I> {
             return Err(InsertError::OutOfRange(item));
         };
         let list = self.list_of_slot(slot);
-        let (idx, was_empty) = self
+        let (handle, was_empty) = self
             .store
             .push_back(list, rank, item)
             .map_err(InsertError::Full)?;
@@ -307,7 +331,7 @@ impl<T, I: BucketIndex> PriorityQueue<T> for Circular<T, I> {
                 self.halves[half].set(bucket);
             }
         }
-        Ok(self.store.handle(idx))
+        Ok(handle)
     }
 
     #[inline]
@@ -331,14 +355,19 @@ impl<T, I: BucketIndex> PriorityQueue<T> for Circular<T, I> {
         self.rotate_if_primary_empty();
         let p = self.primary;
         let b = self.halves[p].first_for_pop()?;
-        let (rank, item, now_empty) = self
+        let (rank, item, next) = self
             .store
             .pop_front(self.list(p, b))
             .expect("index points at a non-empty bucket");
         self.counts[p] -= 1;
-        if now_empty {
+        if next == NIL {
             self.halves[p].clear(b);
         }
+        // Start loading what the next pop will most likely want: the next element
+        // of this bucket (no branch: `NIL` prefetches the scratch node). NB:
+        // prefetching the head of the next non-empty bucket as well cost more than
+        // it saved, in the hold model and in fill-then-drain.
+        self.store.prefetch_node(next);
         Some((rank, item))
     }
 

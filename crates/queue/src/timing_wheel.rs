@@ -37,7 +37,7 @@ use crate::api::{
 use crate::bucketed::Granularity;
 use crate::hbitmap::HierBitmap;
 use crate::index::MAX_HIER_BUCKETS;
-use crate::store::BucketStore;
+use crate::store::{BucketStore, NIL};
 
 /// The configuration of a [`TimingWheel`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -203,14 +203,14 @@ impl<T> TimingWheel<T> {
             return Err(InsertError::OutOfRange(item));
         };
         let pos = self.position(abs);
-        let (idx, was_empty) = self
+        let (handle, was_empty) = self
             .store
             .push_back(pos, due, item)
             .map_err(InsertError::Full)?;
         if was_empty {
             self.occupied.set(pos);
         }
-        Ok(self.store.handle(idx))
+        Ok(handle)
     }
 
     /// The absolute slot for `due`, or `None` if beyond the horizon and refused.
@@ -248,11 +248,11 @@ impl<T> TimingWheel<T> {
             return None;
         }
         let pos = self.position(abs);
-        let (due, item, now_empty) = self
+        let (due, item, next) = self
             .store
             .pop_front(pos)
             .expect("earliest slot is non-empty");
-        if now_empty {
+        if next == NIL {
             self.occupied.clear(pos);
         }
         Some((due, item))

@@ -6,7 +6,7 @@
 
 use crate::packet::{Nanos, Packet};
 use crate::pool::{Fifo as List, PacketPool};
-use crate::scheduler::{Backlog, Counters, Drop, DropReason, Scheduler};
+use crate::scheduler::{Backlog, Counters, DropReason, Dropped, Scheduler};
 
 /// A first-in first-out scheduler with a fixed packet capacity.
 #[derive(Clone, Debug)]
@@ -29,7 +29,7 @@ impl Fifo {
 }
 
 impl Scheduler for Fifo {
-    fn enqueue(&mut self, pkt: Packet, _now: Nanos) -> Result<(), Drop> {
+    fn enqueue(&mut self, pkt: Packet, _now: Nanos) -> Result<(), Dropped> {
         self.counters.on_enqueue(pkt.len);
         self.pool
             .push_back(&mut self.queue, pkt)

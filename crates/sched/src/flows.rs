@@ -43,7 +43,7 @@
 use crate::packet::{FlowId, Nanos, Packet};
 use crate::pool::{Fifo as List, PacketPool};
 use crate::scheduler::{
-    Backlog, ConfigError, Counters, Drop, DropReason, FlowConfig, FlowScheduler, Scheduler,
+    Backlog, ConfigError, Counters, DropReason, Dropped, FlowConfig, FlowScheduler, Scheduler,
 };
 
 /// The flow-ordering half of a per-flow scheduler; see the [module docs](self).
@@ -182,7 +182,7 @@ impl<C: FlowCore> PerFlow<C> {
 }
 
 impl<C: FlowCore> Scheduler for PerFlow<C> {
-    fn enqueue(&mut self, pkt: Packet, _now: Nanos) -> Result<(), Drop> {
+    fn enqueue(&mut self, pkt: Packet, _now: Nanos) -> Result<(), Dropped> {
         self.counters.on_enqueue(pkt.len);
         let Some(slot) = self.flows.get_mut(pkt.flow as usize) else {
             return Err(self.counters.drop_packet(pkt, DropReason::UnknownFlow));
@@ -295,49 +295,122 @@ fn flow_index(flow: FlowId, max_flows: u32) -> Result<usize, ConfigError> {
     }
 }
 
-/// The configured flows of a core, indexed by flow id: the bookkeeping every core
-/// shares (range, duplicates, removal of idle flows only).
-#[derive(Clone, Debug)]
-pub(crate) struct FlowConfigs(Vec<Option<FlowConfig>>);
+/// The per-flow record a core keeps in its [`FlowTable`]: the algorithm's hot
+/// state (deficit, timestamps, links), small enough that the records of many
+/// flows share a cache line.
+pub(crate) trait FlowRecord: Clone + Default {
+    /// Whether the flow is backlogged in the core.
+    fn backlogged(&self) -> bool;
+}
 
-impl FlowConfigs {
+/// The per-flow bookkeeping the four fair-queueing cores share: one hot record
+/// per flow id, the configurations kept apart from them (read only by
+/// configuration calls), and the count of backlogged flows. It checks flow ids
+/// against the table's size, refuses duplicates, removes only idle flows, and
+/// answers the [`FlowCore`] queries every core has in common.
+#[derive(Clone, Debug)]
+pub(crate) struct FlowTable<S> {
+    records: Vec<S>,
+    configs: Vec<Option<FlowConfig>>,
+    backlogged: u32,
+}
+
+impl<S: FlowRecord> FlowTable<S> {
     /// Room for flow ids `0..max_flows`, none configured.
     pub(crate) fn new(max_flows: u32) -> Result<Self, ConfigError> {
         check_max_flows(max_flows)?;
-        Ok(FlowConfigs(vec![None; max_flows as usize]))
+        Ok(FlowTable {
+            records: vec![S::default(); max_flows as usize],
+            configs: vec![None; max_flows as usize],
+            backlogged: 0,
+        })
     }
 
-    /// The index of `flow` if it can be configured: in range and not configured yet.
-    pub(crate) fn vacant(&self, flow: FlowId) -> Result<usize, ConfigError> {
-        let i = flow_index(flow, self.0.len() as u32)?;
-        if self.0[i].is_some() {
+    /// Flow ids are `0..max_flows()`.
+    #[inline]
+    pub(crate) fn max_flows(&self) -> u32 {
+        self.records.len() as u32
+    }
+
+    /// Configures `flow` with the record `make` builds from `cfg` (which may
+    /// refuse it, leaving the table unchanged): the id must be in range and not
+    /// configured yet.
+    pub(crate) fn add(
+        &mut self,
+        flow: FlowId,
+        cfg: FlowConfig,
+        make: impl FnOnce(&FlowConfig) -> Result<S, ConfigError>,
+    ) -> Result<(), ConfigError> {
+        let i = flow_index(flow, self.max_flows())?;
+        if self.configs[i].is_some() {
             return Err(ConfigError::DuplicateFlow { flow });
         }
-        Ok(i)
+        self.records[i] = make(&cfg)?;
+        self.configs[i] = Some(cfg);
+        Ok(())
     }
 
-    /// Records the configuration of the flow at index `i` (from [`Self::vacant`]).
-    pub(crate) fn set(&mut self, i: usize, cfg: FlowConfig) {
-        self.0[i] = Some(cfg);
+    /// Unconfigures `flow`, which must be idle; returns what it was configured
+    /// with.
+    pub(crate) fn remove(&mut self, flow: FlowId) -> Result<FlowConfig, ConfigError> {
+        let cfg = self.config(flow).ok_or(ConfigError::NoSuchFlow { flow })?;
+        if self.is_backlogged(flow) {
+            return Err(ConfigError::FlowBusy { flow, packets: 1 });
+        }
+        self.configs[flow as usize] = None;
+        self.records[flow as usize] = S::default();
+        Ok(cfg)
     }
 
     /// The configuration of `flow`, if configured.
-    pub(crate) fn get(&self, flow: FlowId) -> Option<FlowConfig> {
-        self.0.get(flow as usize).copied().flatten()
+    pub(crate) fn config(&self, flow: FlowId) -> Option<FlowConfig> {
+        self.configs.get(flow as usize).copied().flatten()
     }
 
-    /// Unconfigures `flow`, which must be idle; returns what it was configured with.
-    pub(crate) fn remove(
-        &mut self,
-        flow: FlowId,
-        backlogged: bool,
-    ) -> Result<FlowConfig, ConfigError> {
-        let cfg = self.get(flow).ok_or(ConfigError::NoSuchFlow { flow })?;
-        if backlogged {
-            return Err(ConfigError::FlowBusy { flow, packets: 1 });
-        }
-        self.0[flow as usize] = None;
-        Ok(cfg)
+    /// Whether `flow` is backlogged.
+    #[inline]
+    pub(crate) fn is_backlogged(&self, flow: FlowId) -> bool {
+        self.records
+            .get(flow as usize)
+            .is_some_and(FlowRecord::backlogged)
+    }
+
+    /// Number of backlogged flows.
+    #[inline]
+    pub(crate) fn backlogged(&self) -> u32 {
+        self.backlogged
+    }
+
+    /// A flow became backlogged.
+    #[inline]
+    pub(crate) fn activated(&mut self) {
+        self.backlogged += 1;
+    }
+
+    /// A flow went idle.
+    #[inline]
+    pub(crate) fn went_idle(&mut self) {
+        self.backlogged -= 1;
+    }
+
+    /// The records, by flow id (for invariant checks).
+    pub(crate) fn records(&self) -> &[S] {
+        &self.records
+    }
+}
+
+impl<S> core::ops::Index<FlowId> for FlowTable<S> {
+    type Output = S;
+    #[inline]
+    fn index(&self, flow: FlowId) -> &S {
+        &self.records[flow as usize]
+    }
+}
+
+impl<S> core::ops::IndexMut<FlowId> for FlowTable<S> {
+    #[inline]
+    fn index_mut(&mut self, flow: FlowId) -> &mut S {
+        &mut self.records[flow as usize]
     }
 }
 

@@ -1,6 +1,8 @@
 //! Packet schedulers for Eiffel.
 //!
-//! - [`packet`]: the `Copy` packet descriptor and time type.
+//! - [`time`]: instants, [`Duration`]s, [`Rate`]s and the one conversion between
+//!   bytes, rate and time.
+//! - [`packet`]: the `Copy` packet descriptor.
 //! - [`scheduler`]: the [`Scheduler`] interface, drop reasons and counters.
 //! - [`pool`]: preallocated packet storage with intrusive per-flow FIFOs.
 //! - [`fifo`]: the FIFO scheduler.
@@ -37,6 +39,7 @@ pub mod prio;
 pub mod qfq;
 pub mod scheduler;
 pub mod stfq;
+pub mod time;
 pub mod tree;
 pub mod vtime;
 pub mod wf2q;
@@ -49,9 +52,10 @@ pub use pool::{Fifo as PacketFifo, PacketPool};
 pub use prio::Prio;
 pub use qfq::{Qfq, QfqCore};
 pub use scheduler::{
-    Backlog, ConfigError, Counters, Drop, DropCounts, DropReason, FlowConfig, FlowScheduler,
+    Backlog, ConfigError, Counters, DropCounts, DropReason, Dropped, FlowConfig, FlowScheduler,
     Scheduler,
 };
 pub use stfq::{Stfq, StfqCore};
+pub use time::{Duration, Rate};
 pub use tree::PolicyTree;
 pub use wf2q::{Wf2qCore, Wf2qPlus};

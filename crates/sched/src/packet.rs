@@ -4,12 +4,7 @@
 //! index (`buffer`) that the owner of the bytes (a ring, a buffer pool, a workload
 //! generator) understands. The descriptor is `Copy` and fits in one 64-byte cache line.
 
-/// Time in nanoseconds from a monotonic origin chosen by the caller.
-///
-/// Schedulers never read a clock: every operation that depends on time takes `now`
-/// as an argument, so the same code runs in virtual time (tests, `eiffel run`) and in
-/// real time (`eiffel shape`).
-pub type Nanos = u64;
+pub use crate::time::Nanos;
 
 /// Dense flow identifier: an index into a scheduler's preallocated flow table.
 pub type FlowId = u32;
@@ -26,7 +21,7 @@ pub const NO_DEADLINE: Nanos = Nanos::MAX;
 /// creates the descriptor (the packet annotator of the Eiffel architecture): a
 /// workload generator, a classifier, or a client. Schedulers that do not use an
 /// annotation ignore it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Packet {
     /// Opaque index of the buffer holding the payload (owned by the caller).
     pub buffer: u32,
@@ -86,6 +81,14 @@ impl Packet {
     }
 }
 
+impl Default for Packet {
+    /// An empty descriptor of flow 0 with no deadline ([`NO_DEADLINE`]: a deadline
+    /// of 0 would make it the most urgent packet of any EDF node).
+    fn default() -> Self {
+        Packet::new(0, 0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,5 +96,11 @@ mod tests {
     #[test]
     fn descriptor_fits_one_cache_line() {
         assert!(core::mem::size_of::<Packet>() <= 64);
+    }
+
+    #[test]
+    fn default_has_no_deadline() {
+        assert_eq!(Packet::default().deadline, NO_DEADLINE);
+        assert_eq!(Packet::default(), Packet::new(0, 0));
     }
 }

@@ -13,7 +13,7 @@
 
 use crate::packet::{Nanos, Packet};
 use crate::pool::{Fifo as List, PacketPool};
-use crate::scheduler::{Backlog, ConfigError, Counters, Drop, DropReason, Scheduler};
+use crate::scheduler::{Backlog, ConfigError, Counters, DropReason, Dropped, Scheduler};
 
 /// Most levels a [`Prio`] can have: one bit of a `u64` each.
 pub const MAX_LEVELS: u32 = 64;
@@ -93,7 +93,7 @@ impl Prio {
 }
 
 impl Scheduler for Prio {
-    fn enqueue(&mut self, pkt: Packet, _now: Nanos) -> Result<(), Drop> {
+    fn enqueue(&mut self, pkt: Packet, _now: Nanos) -> Result<(), Dropped> {
         self.counters.on_enqueue(pkt.len);
         let Some(level) = self.levels.get_mut(pkt.class as usize) else {
             return Err(self.counters.drop_packet(pkt, DropReason::Unclassified));

@@ -125,7 +125,7 @@
 //! GBT bounds `S_i <= ceil(V / sigma_i) sigma_i` (Theorem 3) and `V <= F_i + L`
 //! (Theorem 4) hold.
 
-use crate::flows::{FlowConfigs, FlowCore, PerFlow};
+use crate::flows::{FlowCore, FlowRecord, FlowTable, PerFlow};
 use crate::packet::FlowId;
 use crate::scheduler::{ConfigError, FlowConfig};
 use crate::vtime::{
@@ -223,6 +223,13 @@ struct Flow {
     backlogged: bool,
 }
 
+impl FlowRecord for Flow {
+    #[inline]
+    fn backlogged(&self) -> bool {
+        self.backlogged
+    }
+}
+
 /// One FIFO bucket of flows sharing a rounded start.
 #[derive(Clone, Copy, Debug)]
 struct Bucket {
@@ -267,20 +274,18 @@ pub struct QfqCore {
     /// The four group sets, indexed by `ER`, `EB`, `IR`, `IB`.
     sets: [u64; 4],
     clock: VirtualClock,
-    backlogged: u32,
     /// `L`: the largest packet of any flow.
     max_packet: u32,
     /// Groups by index (only `MIN_GROUP..=MAX_GROUP` are used).
     groups: Vec<Group>,
-    flows: Vec<Flow>,
-    configs: FlowConfigs,
+    flows: FlowTable<Flow>,
 }
 
 impl QfqCore {
     /// A core for flow ids `0..max_flows` whose packets are at most `max_packet`
     /// bytes (`L`, at most [`MAX_PACKET`]).
     pub fn new(max_flows: u32, max_packet: u32) -> Result<Self, ConfigError> {
-        let configs = FlowConfigs::new(max_flows)?;
+        let flows = FlowTable::new(max_flows)?;
         if max_packet == 0 || max_packet > MAX_PACKET {
             return Err(ConfigError::OutOfRange {
                 what: "QFQ maximum packet size",
@@ -288,15 +293,12 @@ impl QfqCore {
                 range: "1..=65536",
             });
         }
-        let n = max_flows as usize;
         Ok(QfqCore {
             sets: [0; 4],
             clock: VirtualClock::new(),
-            backlogged: 0,
             max_packet,
             groups: vec![Group::new(); 64],
-            flows: vec![Flow::default(); n],
-            configs,
+            flows,
         })
     }
 
@@ -309,8 +311,8 @@ impl QfqCore {
     /// The group index `i` of a configured flow (its slot is `2^i` virtual units).
     #[must_use]
     pub fn group_of(&self, flow: FlowId) -> Option<u32> {
-        self.configs.get(flow)?;
-        Some(u32::from(self.flows[flow as usize].group))
+        self.flows.config(flow)?;
+        Some(u32::from(self.flows[flow].group))
     }
 
     /// `sigma_i` of a flow's group in bytes: `2^i * W / 2^40` for the current weight
@@ -342,11 +344,11 @@ impl QfqCore {
         );
         let g = &mut self.groups[gi];
         let b = &mut g.buckets[((g.front + slot) % SLOTS) as usize];
-        self.flows[k as usize].next = NIL;
+        self.flows[k].next = NIL;
         if b.tail == NIL {
             b.head = k;
         } else {
-            self.flows[b.tail as usize].next = k;
+            self.flows[b.tail].next = k;
         }
         b.tail = k;
         g.full |= 1 << (slot % SLOTS);
@@ -358,7 +360,7 @@ impl QfqCore {
         let g = &mut self.groups[gi];
         let b = &mut g.buckets[g.front as usize];
         let k = b.head;
-        b.head = self.flows[k as usize].next;
+        b.head = self.flows[k].next;
         if b.head == NIL {
             b.tail = NIL;
             g.full &= !1;
@@ -430,54 +432,54 @@ impl FlowCore for QfqCore {
     }
 
     fn max_flows(&self) -> u32 {
-        self.flows.len() as u32
+        self.flows.max_flows()
     }
 
     fn add_flow(&mut self, flow: FlowId, cfg: FlowConfig) -> Result<(), ConfigError> {
-        let i = self.configs.vacant(flow)?;
-        check_weight_and_size(flow, cfg.weight, cfg.max_packet, self.max_packet)?;
-        self.clock.add_weight(flow, cfg.weight)?;
-        let inv_w = inv_weight(cfg.weight);
-        let grouping_len = cfg.max_packet.max(self.max_packet.div_ceil(SLOTS - 2));
-        let group = group_index(grouping_len, inv_w);
-        debug_assert!((MIN_GROUP..=MAX_GROUP).contains(&group));
-        self.flows[i] = Flow {
-            s: self.clock.now(),
-            f: self.clock.now(),
-            inv_w,
-            f_epoch: self.clock.epoch(),
-            next: NIL,
-            head_len: 0,
-            group: group as u8,
-            backlogged: false,
-        };
-        self.configs.set(i, cfg);
-        Ok(())
+        let (clock, max_packet) = (&mut self.clock, self.max_packet);
+        self.flows.add(flow, cfg, |cfg| {
+            check_weight_and_size(flow, cfg.weight, cfg.max_packet, max_packet)?;
+            clock.add_weight(flow, cfg.weight)?;
+            let inv_w = inv_weight(cfg.weight);
+            let grouping_len = cfg.max_packet.max(max_packet.div_ceil(SLOTS - 2));
+            let group = group_index(grouping_len, inv_w);
+            debug_assert!((MIN_GROUP..=MAX_GROUP).contains(&group));
+            Ok(Flow {
+                s: clock.now(),
+                f: clock.now(),
+                inv_w,
+                f_epoch: clock.epoch(),
+                next: NIL,
+                head_len: 0,
+                group: group as u8,
+                backlogged: false,
+            })
+        })
     }
 
     fn remove_flow(&mut self, flow: FlowId) -> Result<(), ConfigError> {
-        let cfg = self.configs.remove(flow, self.is_backlogged(flow))?;
-        self.clock.remove_weight(cfg.weight, self.backlogged == 0);
-        self.flows[flow as usize] = Flow::default();
+        let cfg = self.flows.remove(flow)?;
+        self.clock
+            .remove_weight(cfg.weight, self.flows.backlogged() == 0);
         Ok(())
     }
 
     fn flow_config(&self, flow: FlowId) -> Option<FlowConfig> {
-        self.configs.get(flow)
+        self.flows.config(flow)
     }
 
     fn is_backlogged(&self, flow: FlowId) -> bool {
-        self.flows.get(flow as usize).is_some_and(|f| f.backlogged)
+        self.flows.is_backlogged(flow)
     }
 
     fn backlogged(&self) -> u32 {
-        self.backlogged
+        self.flows.backlogged()
     }
 
     /// qfq.txt Fig. 4, `enqueue`, for a flow that was idle.
     fn activate(&mut self, k: FlowId, len: u32) {
         let v = self.clock.now();
-        let fl = self.flows[k as usize];
+        let fl = self.flows[k];
         debug_assert!(
             fl.inv_w != 0 && !fl.backlogged,
             "activate({k}): not an idle flow"
@@ -507,12 +509,12 @@ impl FlowCore for QfqCore {
                 }
             }
         }
-        let flow = &mut self.flows[k as usize];
+        let flow = &mut self.flows[k];
         flow.s = s;
         flow.f = s.wrapping_add(u64::from(len) * flow.inv_w);
         flow.head_len = len;
         flow.backlogged = true;
-        self.backlogged += 1;
+        self.flows.activated();
 
         let rs = round_down(s, shift);
         let g = &mut self.groups[gi];
@@ -552,7 +554,11 @@ impl FlowCore for QfqCore {
     fn peek(&mut self) -> Option<FlowId> {
         let er = self.sets[ER];
         if er == 0 {
-            debug_assert_eq!(self.backlogged, 0, "backlogged flows but ER is empty");
+            debug_assert_eq!(
+                self.flows.backlogged(),
+                0,
+                "backlogged flows but ER is empty"
+            );
             return None;
         }
         let g = &self.groups[ffs(er) as usize];
@@ -561,7 +567,7 @@ impl FlowCore for QfqCore {
 
     /// qfq.txt Fig. 5, `dequeue`, after `peek` chose the flow.
     fn served(&mut self, k: FlowId, next: Option<u32>) {
-        let gi = usize::from(self.flows[k as usize].group);
+        let gi = usize::from(self.flows[k].group);
         let shift = gi as u32;
         debug_assert_eq!(
             ffs(self.sets[ER]) as usize,
@@ -572,7 +578,7 @@ impl FlowCore for QfqCore {
         debug_assert_eq!(popped, k, "served({k}) is not the group's head flow");
 
         // Eq. (2) on dequeue: S = F, F = S + l/phi for the new head.
-        let flow = &mut self.flows[k as usize];
+        let flow = &mut self.flows[k];
         let served_len = flow.head_len;
         flow.s = flow.f;
         match next {
@@ -586,7 +592,7 @@ impl FlowCore for QfqCore {
             None => {
                 flow.backlogged = false;
                 flow.f_epoch = self.clock.epoch_of(flow.f);
-                self.backlogged -= 1;
+                self.flows.went_idle();
             }
         }
 
@@ -625,7 +631,7 @@ impl FlowCore for QfqCore {
             }
             self.make_eligible(old_v, self.clock.now());
         }
-        if self.backlogged == 0 {
+        if self.flows.backlogged() == 0 {
             self.clock.on_idle();
         }
     }
@@ -640,7 +646,7 @@ impl FlowCore for QfqCore {
             self.sets
         );
         let all = er | eb | ir | ib;
-        let mut flows_seen = vec![false; self.flows.len()];
+        let mut flows_seen = vec![false; self.flows.records().len()];
         let mut n_flows = 0u32;
         for (gi, g) in self.groups.iter().enumerate() {
             let bit = 1u64 << gi;
@@ -660,7 +666,7 @@ impl FlowCore for QfqCore {
                 );
                 let (mut k, mut last) = (b.head, NIL);
                 while k != NIL {
-                    let fl = &self.flows[k as usize];
+                    let fl = &self.flows[k];
                     assert!(!flows_seen[k as usize], "flow {k} in two buckets");
                     flows_seen[k as usize] = true;
                     n_flows += 1;
@@ -736,11 +742,12 @@ impl FlowCore for QfqCore {
             }
         }
         assert_eq!(
-            n_flows, self.backlogged,
+            n_flows,
+            self.flows.backlogged(),
             "flows in buckets vs backlogged count"
         );
         assert!(
-            self.backlogged == 0 || er != 0,
+            self.flows.backlogged() == 0 || er != 0,
             "backlog but ER empty: sets={:?}",
             self.sets
         );

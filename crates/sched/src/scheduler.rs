@@ -97,14 +97,14 @@ impl core::fmt::Display for DropReason {
 /// room for the packet just offered (which was queued).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[must_use = "a dropped packet's buffer must be released by the caller"]
-pub struct Drop {
+pub struct Dropped {
     /// The packet that was dropped.
     pub packet: Packet,
     /// Why it was dropped.
     pub reason: DropReason,
 }
 
-impl core::fmt::Display for Drop {
+impl core::fmt::Display for Dropped {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         write!(
             f,
@@ -114,7 +114,7 @@ impl core::fmt::Display for Drop {
     }
 }
 
-impl std::error::Error for Drop {}
+impl std::error::Error for Dropped {}
 
 /// Packets and bytes currently held by a scheduler.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -199,11 +199,11 @@ impl Counters {
         self.dropped.bytes[reason.index()] += u64::from(len);
     }
 
-    /// Records a drop and builds the [`Drop`] that hands the packet back.
+    /// Records a drop and builds the [`Dropped`] that hands the packet back.
     #[inline]
-    pub fn drop_packet(&mut self, packet: Packet, reason: DropReason) -> Drop {
+    pub fn drop_packet(&mut self, packet: Packet, reason: DropReason) -> Dropped {
         self.on_drop(reason, packet.len);
-        Drop { packet, reason }
+        Dropped { packet, reason }
     }
 
     /// Packets dropped for any reason.
@@ -227,7 +227,7 @@ pub trait Scheduler {
     /// Offers a packet. `Err` hands back the packet that was dropped (normally
     /// `pkt` itself; with [`DropReason::Evicted`] a previously queued packet, `pkt`
     /// having been queued in its place). Every drop is also counted.
-    fn enqueue(&mut self, pkt: Packet, now: Nanos) -> Result<(), Drop>;
+    fn enqueue(&mut self, pkt: Packet, now: Nanos) -> Result<(), Dropped>;
 
     /// Removes and returns the next packet to send at time `now`, or `None` if no
     /// packet is eligible (empty, or every queued packet is held by a shaper).
@@ -392,9 +392,65 @@ pub enum ConfigError {
         /// The accepted range, for the message.
         range: &'static str,
     },
-    /// Any other invalid parameter.
-    #[error("{0}")]
-    Invalid(String),
+    /// A policy tree specification that cannot be built.
+    #[error(transparent)]
+    Spec(#[from] crate::tree::SpecError),
+    /// A queue (a node's priority queue or calendar, the shaper) refused its
+    /// configuration.
+    #[error("{what}: {source}")]
+    Queue {
+        /// Which queue.
+        what: String,
+        /// Why.
+        #[source]
+        source: eiffel_queue::ConfigError,
+    },
+    /// A problem building one node of a policy tree.
+    #[error("node {node:?}: {source}")]
+    Node {
+        /// The node's name.
+        node: String,
+        /// The problem.
+        #[source]
+        source: Box<ConfigError>,
+    },
+    /// No node has this name.
+    #[error("no node called {name:?}")]
+    NoSuchNode {
+        /// The name.
+        name: String,
+    },
+    /// The node is not a leaf.
+    #[error("{name:?} is not a leaf")]
+    NotALeaf {
+        /// The node's name.
+        name: String,
+    },
+    /// The node still holds packets.
+    #[error("node {name:?} holds packets")]
+    NodeBusy {
+        /// The node's name.
+        name: String,
+    },
+    /// The node orders its units by something other than a rank transaction.
+    #[error("node {name:?} does not run a rank transaction (it runs {discipline})")]
+    NoTransaction {
+        /// The node's name.
+        name: String,
+        /// What it runs instead.
+        discipline: &'static str,
+    },
+}
+
+impl ConfigError {
+    /// `self`, as a problem of node `node`.
+    #[must_use]
+    pub fn in_node(self, node: &str) -> ConfigError {
+        ConfigError::Node {
+            node: node.to_owned(),
+            source: Box::new(self),
+        }
+    }
 }
 
 /// A scheduler whose packets belong to configured flows with weights.

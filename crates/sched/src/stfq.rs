@@ -32,7 +32,7 @@
 //! Invariants (checked by [`FlowCore::check_invariants`]): the heap holds each
 //! backlogged flow once under its start tag; every queued start tag is at least `v`.
 
-use crate::flows::{FlowConfigs, FlowCore, PerFlow};
+use crate::flows::{FlowCore, FlowTable, PerFlow};
 use crate::heap::{Entry, VtHeap};
 use crate::packet::FlowId;
 use crate::scheduler::{ConfigError, FlowConfig};
@@ -43,8 +43,7 @@ use crate::vtime::{
 /// The STFQ [`FlowCore`]; see the [module docs](self).
 #[derive(Clone, Debug)]
 pub struct StfqCore {
-    flows: Vec<FlowTags>,
-    configs: FlowConfigs,
+    flows: FlowTable<FlowTags>,
     /// Backlogged flows by `(S, seq)`.
     queue: VtHeap,
     /// `v`: start tag of the packet last sent (jumps only forward).
@@ -52,22 +51,19 @@ pub struct StfqCore {
     /// Largest finish tag served in the current busy period.
     max_finish: u64,
     seq: u64,
-    backlogged: u32,
 }
 
 impl StfqCore {
     /// A core for flow ids `0..max_flows`.
     pub fn new(max_flows: u32) -> Result<Self, ConfigError> {
-        let configs = FlowConfigs::new(max_flows)?;
+        let flows = FlowTable::new(max_flows)?;
         let n = max_flows as usize;
         Ok(StfqCore {
-            flows: vec![FlowTags::default(); n],
-            configs,
+            flows,
             queue: VtHeap::with_capacity(n),
             clock: VirtualClock::new(),
             max_finish: 0,
             seq: 0,
-            backlogged: 0,
         })
     }
 
@@ -81,7 +77,7 @@ impl StfqCore {
     fn push(&mut self, flow: u32) {
         self.seq += 1;
         self.queue.push(Entry {
-            key: self.flows[flow as usize].s,
+            key: self.flows[flow].s,
             seq: self.seq,
             flow,
         });
@@ -94,42 +90,40 @@ impl FlowCore for StfqCore {
     }
 
     fn max_flows(&self) -> u32 {
-        self.flows.len() as u32
+        self.flows.max_flows()
     }
 
     fn add_flow(&mut self, flow: FlowId, cfg: FlowConfig) -> Result<(), ConfigError> {
-        let i = self.configs.vacant(flow)?;
-        check_weight_and_size(flow, cfg.weight, cfg.max_packet, MAX_PACKET)?;
-        debug_assert!(cfg.weight <= MAX_WEIGHT);
-        self.flows[i] = FlowTags::new(&self.clock, cfg.weight);
-        self.configs.set(i, cfg);
-        Ok(())
+        let clock = &self.clock;
+        self.flows.add(flow, cfg, |cfg| {
+            check_weight_and_size(flow, cfg.weight, cfg.max_packet, MAX_PACKET)?;
+            debug_assert!(cfg.weight <= MAX_WEIGHT);
+            Ok(FlowTags::new(clock, cfg.weight))
+        })
     }
 
     fn remove_flow(&mut self, flow: FlowId) -> Result<(), ConfigError> {
-        self.configs.remove(flow, self.is_backlogged(flow))?;
-        self.flows[flow as usize] = FlowTags::default();
-        Ok(())
+        self.flows.remove(flow).map(|_| ())
     }
 
     fn flow_config(&self, flow: FlowId) -> Option<FlowConfig> {
-        self.configs.get(flow)
+        self.flows.config(flow)
     }
 
     fn is_backlogged(&self, flow: FlowId) -> bool {
-        self.flows.get(flow as usize).is_some_and(|f| f.backlogged)
+        self.flows.is_backlogged(flow)
     }
 
     fn backlogged(&self) -> u32 {
-        self.backlogged
+        self.flows.backlogged()
     }
 
     fn activate(&mut self, flow: FlowId, len: u32) {
-        self.flows[flow as usize].activate(&self.clock, len);
-        if self.backlogged == 0 {
+        self.flows[flow].activate(&self.clock, len);
+        if self.flows.backlogged() == 0 {
             self.max_finish = self.clock.now();
         }
-        self.backlogged += 1;
+        self.flows.activated();
         self.push(flow);
     }
 
@@ -144,15 +138,15 @@ impl FlowCore for StfqCore {
             Some(flow),
             "served({flow}) was not peeked"
         );
-        let fl = &mut self.flows[flow as usize];
+        let fl = &mut self.flows[flow];
         // v is the start tag of the packet now in service.
         self.clock.advance_to(fl.s);
         self.max_finish = vt_max(self.max_finish, fl.f);
         if fl.served(&self.clock, next) {
             self.push(flow);
         } else {
-            self.backlogged -= 1;
-            if self.backlogged == 0 {
+            self.flows.went_idle();
+            if self.flows.backlogged() == 0 {
                 // End of the busy period: v becomes the largest finish tag served.
                 self.clock.advance_to(self.max_finish);
             }
@@ -162,9 +156,9 @@ impl FlowCore for StfqCore {
     fn check_invariants(&self) {
         self.queue.check_order();
         let v = self.clock.now();
-        let mut seen = vec![false; self.flows.len()];
+        let mut seen = vec![false; self.flows.records().len()];
         for e in self.queue.iter() {
-            let fl = &self.flows[e.flow as usize];
+            let fl = &self.flows[e.flow];
             assert!(!seen[e.flow as usize], "flow {} queued twice", e.flow);
             seen[e.flow as usize] = true;
             assert!(fl.backlogged, "idle flow {} queued", e.flow);
@@ -178,7 +172,7 @@ impl FlowCore for StfqCore {
         }
         assert_eq!(
             self.queue.len(),
-            self.backlogged as usize,
+            self.flows.backlogged() as usize,
             "backlogged flows vs heap"
         );
     }

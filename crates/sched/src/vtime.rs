@@ -331,6 +331,13 @@ pub(crate) struct FlowTags {
     pub(crate) backlogged: bool,
 }
 
+impl crate::flows::FlowRecord for FlowTags {
+    #[inline]
+    fn backlogged(&self) -> bool {
+        self.backlogged
+    }
+}
+
 impl FlowTags {
     /// The idle tags of a flow of `weight` configured at the current `V`.
     pub(crate) fn new(clock: &VirtualClock, weight: u32) -> FlowTags {

@@ -43,7 +43,7 @@
 //! flows have `S <= V` and waiting ones `S > V`; if any flow is backlogged some flow
 //! is eligible.
 
-use crate::flows::{FlowConfigs, FlowCore, PerFlow};
+use crate::flows::{FlowCore, FlowTable, PerFlow};
 use crate::heap::{Entry, VtHeap};
 use crate::packet::FlowId;
 use crate::scheduler::{ConfigError, FlowConfig};
@@ -52,8 +52,7 @@ use crate::vtime::{check_weight_and_size, vt_gt, vt_le, FlowTags, VirtualClock, 
 /// The WF²Q+ [`FlowCore`]; see the [module docs](self).
 #[derive(Clone, Debug)]
 pub struct Wf2qCore {
-    flows: Vec<FlowTags>,
-    configs: FlowConfigs,
+    flows: FlowTable<FlowTags>,
     /// Eligible flows by `(F, seq)`.
     eligible: VtHeap,
     /// Ineligible flows by `(S, seq)`.
@@ -61,22 +60,19 @@ pub struct Wf2qCore {
     clock: VirtualClock,
     /// Timestamping order, the tie-breaker.
     seq: u64,
-    backlogged: u32,
 }
 
 impl Wf2qCore {
     /// A core for flow ids `0..max_flows`.
     pub fn new(max_flows: u32) -> Result<Self, ConfigError> {
-        let configs = FlowConfigs::new(max_flows)?;
+        let flows = FlowTable::new(max_flows)?;
         let n = max_flows as usize;
         Ok(Wf2qCore {
-            flows: vec![FlowTags::default(); n],
-            configs,
+            flows,
             eligible: VtHeap::with_capacity(n),
             waiting: VtHeap::with_capacity(n),
             clock: VirtualClock::new(),
             seq: 0,
-            backlogged: 0,
         })
     }
 
@@ -89,7 +85,7 @@ impl Wf2qCore {
     /// Queues a backlogged flow in the heap its start time calls for.
     #[inline]
     fn insert(&mut self, flow: u32) {
-        let fl = &self.flows[flow as usize];
+        let fl = &self.flows[flow];
         self.seq += 1;
         if vt_le(fl.s, self.clock.now()) {
             self.eligible.push(Entry {
@@ -121,7 +117,7 @@ impl Wf2qCore {
             }
             self.waiting.pop();
             self.eligible.push(Entry {
-                key: self.flows[top.flow as usize].f,
+                key: self.flows[top.flow].f,
                 ..top
             });
         }
@@ -134,40 +130,40 @@ impl FlowCore for Wf2qCore {
     }
 
     fn max_flows(&self) -> u32 {
-        self.flows.len() as u32
+        self.flows.max_flows()
     }
 
     fn add_flow(&mut self, flow: FlowId, cfg: FlowConfig) -> Result<(), ConfigError> {
-        let i = self.configs.vacant(flow)?;
-        check_weight_and_size(flow, cfg.weight, cfg.max_packet, MAX_PACKET)?;
-        self.clock.add_weight(flow, cfg.weight)?;
-        self.flows[i] = FlowTags::new(&self.clock, cfg.weight);
-        self.configs.set(i, cfg);
-        Ok(())
+        let clock = &mut self.clock;
+        self.flows.add(flow, cfg, |cfg| {
+            check_weight_and_size(flow, cfg.weight, cfg.max_packet, MAX_PACKET)?;
+            clock.add_weight(flow, cfg.weight)?;
+            Ok(FlowTags::new(clock, cfg.weight))
+        })
     }
 
     fn remove_flow(&mut self, flow: FlowId) -> Result<(), ConfigError> {
-        let cfg = self.configs.remove(flow, self.is_backlogged(flow))?;
-        self.clock.remove_weight(cfg.weight, self.backlogged == 0);
-        self.flows[flow as usize] = FlowTags::default();
+        let cfg = self.flows.remove(flow)?;
+        self.clock
+            .remove_weight(cfg.weight, self.flows.backlogged() == 0);
         Ok(())
     }
 
     fn flow_config(&self, flow: FlowId) -> Option<FlowConfig> {
-        self.configs.get(flow)
+        self.flows.config(flow)
     }
 
     fn is_backlogged(&self, flow: FlowId) -> bool {
-        self.flows.get(flow as usize).is_some_and(|f| f.backlogged)
+        self.flows.is_backlogged(flow)
     }
 
     fn backlogged(&self) -> u32 {
-        self.backlogged
+        self.flows.backlogged()
     }
 
     fn activate(&mut self, flow: FlowId, len: u32) {
-        self.flows[flow as usize].activate(&self.clock, len);
-        self.backlogged += 1;
+        self.flows[flow].activate(&self.clock, len);
+        self.flows.activated();
         self.insert(flow);
         self.settle();
     }
@@ -183,15 +179,15 @@ impl FlowCore for Wf2qCore {
             Some(flow),
             "served({flow}) was not peeked"
         );
-        let fl = &mut self.flows[flow as usize];
+        let fl = &mut self.flows[flow];
         self.clock.serve(fl.head_len);
         if fl.served(&self.clock, next) {
             self.insert(flow);
         } else {
-            self.backlogged -= 1;
+            self.flows.went_idle();
         }
         self.settle();
-        if self.backlogged == 0 {
+        if self.flows.backlogged() == 0 {
             self.clock.on_idle();
         }
     }
@@ -200,9 +196,9 @@ impl FlowCore for Wf2qCore {
         self.eligible.check_order();
         self.waiting.check_order();
         let v = self.clock.now();
-        let mut seen = vec![false; self.flows.len()];
+        let mut seen = vec![false; self.flows.records().len()];
         for e in self.eligible.iter() {
-            let fl = &self.flows[e.flow as usize];
+            let fl = &self.flows[e.flow];
             assert!(!seen[e.flow as usize], "flow {} queued twice", e.flow);
             seen[e.flow as usize] = true;
             assert!(fl.backlogged, "idle flow {} is eligible", e.flow);
@@ -215,7 +211,7 @@ impl FlowCore for Wf2qCore {
             );
         }
         for e in self.waiting.iter() {
-            let fl = &self.flows[e.flow as usize];
+            let fl = &self.flows[e.flow];
             assert!(!seen[e.flow as usize], "flow {} queued twice", e.flow);
             seen[e.flow as usize] = true;
             assert!(fl.backlogged, "idle flow {} is waiting", e.flow);
@@ -229,11 +225,12 @@ impl FlowCore for Wf2qCore {
         }
         let queued = seen.iter().filter(|&&b| b).count();
         assert_eq!(
-            queued, self.backlogged as usize,
+            queued,
+            self.flows.backlogged() as usize,
             "backlogged flows vs heaps"
         );
         assert!(
-            self.backlogged == 0 || !self.eligible.is_empty(),
+            self.flows.backlogged() == 0 || !self.eligible.is_empty(),
             "backlog but nobody eligible"
         );
     }

@@ -1,6 +1,6 @@
 //! The calendar-queue disciplines against their ideals, on eiffel-sim's emulated
 //! link: `cq-wfq` against exact WF²Q+ with the unfairness bound of
-//! [`eiffel_sched::tree::cq`] as a function of the quantum; `cq-edf` deadline
+//! [`eiffel_sched::tree::CalendarPolicy`] as a function of the quantum; `cq-edf` deadline
 //! misses against exact EDF on the same trace; the leaky bucket's rate, burst
 //! conformance and counted drops; pFabric-fair against pFabric on a workload
 //! shaped like the paper's Table 1; the burst allowance's effect on short flows
@@ -12,12 +12,14 @@
 //! thousands of packets would make a full check per operation quadratic.
 
 use eiffel_queue::QueueKind;
-use eiffel_sched::tree::cq::{b_wfi_bound, fairness_bound};
+use eiffel_sched::tree::{b_wfi_bound, fairness_bound};
 use eiffel_sched::tree::{
-    CalendarParams, Discipline, EdfRotation, NodeSpec, PerFlow, QueueChoice, RateLimit, ShaperSpec,
-    TreeSpec,
+    CalendarPolicy, CalendarSpec, Discipline, EdfRotation, NodeSpec, PerFlow, QueueChoice,
+    RateLimit, ShaperSpec, TreeSpec,
 };
-use eiffel_sched::{Backlog, Counters, Drop, DropReason, Nanos, Packet, PolicyTree, Scheduler};
+use eiffel_sched::{
+    Backlog, Counters, DropReason, Dropped, Duration, Nanos, Packet, PolicyTree, Rate, Scheduler,
+};
 use eiffel_sim::{
     audit, completions, fct_stats, flow_workload, generate, run, Annotated, Arrival, FlowSpec,
     FlowWorkload, Link, Outcome, Pattern, Run, Trace,
@@ -49,7 +51,7 @@ impl Checked {
 }
 
 impl Scheduler for Checked {
-    fn enqueue(&mut self, pkt: Packet, now: Nanos) -> Result<(), Drop> {
+    fn enqueue(&mut self, pkt: Packet, now: Nanos) -> Result<(), Dropped> {
         let r = self.tree.enqueue(pkt, now);
         self.tick();
         r
@@ -80,16 +82,10 @@ impl Scheduler for Checked {
 
 /// A root of discipline `d` over FIFO leaves `l0, l1, ...` of the given weights,
 /// with room for `capacity` packets (the invariant check walks all of it).
-fn weighted(
-    d: Discipline,
-    weights: &[u32],
-    calendar: CalendarParams,
-    capacity: usize,
-) -> PolicyTree {
+fn weighted(d: Discipline, weights: &[u32], capacity: usize) -> PolicyTree {
     let mut spec = TreeSpec::new(capacity as u32);
     let mut root = NodeSpec::new("root", None);
     root.discipline = d;
-    root.calendar = calendar;
     let r = spec.add(root);
     for (i, &w) in weights.iter().enumerate() {
         let mut leaf = NodeSpec::new(format!("l{i}"), Some(r));
@@ -101,18 +97,10 @@ fn weighted(
 
 /// One per-flow leaf of discipline `d` as the whole tree, with room for
 /// `capacity` packets.
-fn flows_leaf(
-    d: Discipline,
-    flows: u32,
-    calendar: CalendarParams,
-    queue: QueueChoice,
-    capacity: usize,
-) -> PolicyTree {
+fn flows_leaf(d: Discipline, flows: u32, capacity: usize) -> PolicyTree {
     let mut spec = TreeSpec::new(capacity as u32);
     let mut leaf = NodeSpec::new("flows", None);
     leaf.discipline = d;
-    leaf.calendar = calendar;
-    leaf.queue = queue;
     leaf.per_flow = Some(PerFlow {
         max_flows: flows,
         flow_limit: None,
@@ -150,11 +138,26 @@ fn drive(
     (r, tree)
 }
 
-fn quantum(q: u32) -> CalendarParams {
-    CalendarParams {
-        quantum: Some(q),
-        ..CalendarParams::default()
-    }
+/// `cq-wfq` with quantum `q`.
+fn cq_wfq(q: u32) -> Discipline {
+    Discipline::calendar(CalendarPolicy::Wfq { quantum: Some(q) })
+}
+
+/// `cq-edf` with days of `period` ns.
+fn cq_edf(period: u64, rotation: EdfRotation) -> CalendarSpec {
+    CalendarSpec::new(CalendarPolicy::Edf {
+        period: Some(Duration::from_nanos(period)),
+        rotation,
+    })
+}
+
+/// `cq-policer` at `rate` bit/s with a `bucket` of bytes and days of `period` ns.
+fn cq_policer(rate: u64, bucket: u64, period: u64) -> Discipline {
+    Discipline::calendar(CalendarPolicy::Policer {
+        rate: Rate::from_bps(rate),
+        bucket: Some(bucket),
+        period: Some(Duration::from_nanos(period)),
+    })
 }
 
 /// Departures in order: (flow, start, end) in ns.
@@ -253,12 +256,7 @@ fn cq_wfq_unfairness_is_bounded_by_the_quantum() {
     let wf: Vec<f64> = weights.iter().map(|&w| f64::from(w)).collect();
 
     let (exact, _) = drive(
-        weighted(
-            Discipline::Wf2q,
-            &weights,
-            CalendarParams::default(),
-            trace.len(),
-        ),
+        weighted(Discipline::WF2Q, &weights, trace.len()),
         &trace,
         link,
         61,
@@ -285,7 +283,7 @@ fn cq_wfq_unfairness_is_bounded_by_the_quantum() {
     let mut worst_by_q = Vec::new();
     for q in [300u32, 1500, 6000, 24_000] {
         let (r, tree) = drive(
-            weighted(Discipline::CqWfq, &weights, quantum(q), trace.len()),
+            weighted(cq_wfq(q), &weights, trace.len()),
             &trace,
             link,
             61,
@@ -349,13 +347,7 @@ fn cq_wfq_per_flow_leaf_shares_equally_and_keeps_flows_in_order() {
         .collect();
     let trace = generate(&flows, 0, 8);
     let (r, _) = drive(
-        flows_leaf(
-            Discipline::CqWfq,
-            16,
-            quantum(1500),
-            QueueChoice::AUTO,
-            trace.len(),
-        ),
+        flows_leaf(cq_wfq(1500), 16, trace.len()),
         &trace,
         link,
         1,
@@ -426,26 +418,14 @@ fn cq_edf_misses_track_exact_edf() {
         ..QueueChoice::AUTO
     };
     let (exact, _) = drive(
-        flows_leaf(
-            Discipline::Edf,
-            n,
-            CalendarParams::default(),
-            exact_q,
-            trace.len(),
-        ),
+        flows_leaf(Discipline::EDF.on(exact_q), n, trace.len()),
         &trace,
         link,
         61,
         edf,
     );
     let (fifo, _) = drive(
-        flows_leaf(
-            Discipline::Fifo,
-            n,
-            CalendarParams::default(),
-            QueueChoice::AUTO,
-            trace.len(),
-        ),
+        flows_leaf(Discipline::FIFO, n, trace.len()),
         &trace,
         link,
         61,
@@ -454,18 +434,8 @@ fn cq_edf_misses_track_exact_edf() {
     let period = 10_000;
     let mut results = Vec::new();
     for rotation in [EdfRotation::OnEmpty, EdfRotation::Clock] {
-        let params = CalendarParams {
-            period: Some(period),
-            rotation: Some(rotation),
-            ..CalendarParams::default()
-        };
-        let (r, tree) = drive(
-            flows_leaf(Discipline::CqEdf, n, params, QueueChoice::AUTO, trace.len()),
-            &trace,
-            link,
-            61,
-            edf,
-        );
+        let params = Discipline::Calendar(cq_edf(period, rotation));
+        let (r, tree) = drive(flows_leaf(params, n, trace.len()), &trace, link, 61, edf);
         assert_eq!(r.sent(), trace.len());
         let stats = tree.node(0).calendar_stats.unwrap();
         assert_eq!(stats.clamped, 0, "every deadline within the reach");
@@ -513,13 +483,8 @@ fn cq_edf_skew_follows_the_clock_after_idle_periods() {
     // resets) and its day is its slack from now, however long the calendar was
     // idle; two packets arriving together leave in deadline order.
     for rotation in [EdfRotation::OnEmpty, EdfRotation::Clock] {
-        let params = CalendarParams {
-            period: Some(1_000),
-            days: Some(vec![64]),
-            rotation: Some(rotation),
-            ..CalendarParams::default()
-        };
-        let mut tree = flows_leaf(Discipline::CqEdf, 4, params, QueueChoice::AUTO, 16);
+        let params = Discipline::Calendar(cq_edf(1_000, rotation).days(vec![64]));
+        let mut tree = flows_leaf(params, 4, 16);
         let class = tree.leaf("flows").unwrap();
         for k in 0..100u64 {
             let now = k * 10_000_000;
@@ -648,21 +613,15 @@ fn leaky_bucket_holds_rate_and_bucket_and_counts_its_drops() {
         }
     }
     let trace = Trace::new(arrivals);
-    let params = CalendarParams {
-        rate: Some(rate),
-        bucket: Some(bucket),
-        period: Some(period),
-        ..CalendarParams::default()
-    };
+    let params = cq_policer(rate, bucket, period);
     let mut spec = TreeSpec::new(trace.len() as u32);
     // A fine shaper: the policer holds the leaf until its next day begins.
     spec.shaper = ShaperSpec {
-        horizon: 100_000_000,
+        horizon: Duration::from_nanos(100_000_000),
         slots: 100_000,
     };
     let mut leaf = NodeSpec::new("flows", None);
-    leaf.discipline = Discipline::CqPolicer;
-    leaf.calendar = params;
+    leaf.discipline = params;
     leaf.per_flow = Some(PerFlow {
         max_flows: 8,
         flow_limit: None,
@@ -727,22 +686,16 @@ fn policed_children_wait_in_the_shaper_and_come_back_early_for_new_days() {
     // it back at once.
     let mut spec = TreeSpec::new(10_000);
     spec.shaper = ShaperSpec {
-        horizon: 10_000_000,
+        horizon: Duration::from_nanos(10_000_000),
         slots: 10_000,
     };
     let mut root = NodeSpec::new("root", None);
-    root.discipline = Discipline::Wfq;
+    root.discipline = Discipline::WFQ;
     let r = spec.add(root);
     let mut pol = NodeSpec::new("pol", Some(r));
-    pol.discipline = Discipline::CqPolicer;
-    pol.calendar = CalendarParams {
-        rate: Some(8_000_000),
-        bucket: Some(3_000),
-        period: Some(1_000),
-        ..CalendarParams::default()
-    };
+    pol.discipline = cq_policer(8_000_000, 3_000, 1_000);
     pol.limit = Some(RateLimit {
-        rate: 100_000_000,
+        rate: Rate::from_bps(100_000_000),
         burst: 3_000,
     });
     let p = spec.add(pol);
@@ -803,15 +756,10 @@ fn pfabric_fair_gives_the_largest_flows_bandwidth_where_pfabric_starves_them() {
     let annotate = move |p: &mut Packet| p.remaining = remaining[p.buffer as usize];
     let window = w.duration_ns as f64;
     let mut table = Vec::new();
-    for d in [Discipline::Pfabric, Discipline::CqPfabricFair] {
+    let fair = Discipline::calendar(CalendarPolicy::PfabricFair { quantum: None });
+    for d in [Discipline::PFABRIC, fair] {
         let (r, _) = drive(
-            flows_leaf(
-                d,
-                n,
-                CalendarParams::default(),
-                QueueChoice::AUTO,
-                ft.trace.len(),
-            ),
+            flows_leaf(d.clone(), n, ft.trace.len()),
             &ft.trace,
             link,
             61,
@@ -894,20 +842,19 @@ fn burst_allowance_shortens_short_flows() {
     };
     let ft = flow_workload(link, &w, 12);
     let n = ft.flows.len() as u32;
-    let burst = CalendarParams {
+    let burst = Discipline::calendar(CalendarPolicy::WfqBurst {
         quantum: Some(1500),
         burst_allowance: Some(16 * 1500),
-        ..CalendarParams::default()
-    };
+    });
     let short = |f: &eiffel_sim::FlowInfo| f.size <= 18_000;
     let mut rows = Vec::new();
-    for (label, d, params) in [
-        ("wfq", Discipline::Wfq, CalendarParams::default()),
-        ("cq-wfq", Discipline::CqWfq, quantum(1500)),
-        ("cq-wfq-burst", Discipline::CqWfqBurst, burst),
+    for (label, d) in [
+        ("wfq", Discipline::WFQ),
+        ("cq-wfq", cq_wfq(1500)),
+        ("cq-wfq-burst", burst),
     ] {
         let (r, _) = drive(
-            flows_leaf(d, n, params, QueueChoice::AUTO, ft.trace.len()),
+            flows_leaf(d, n, ft.trace.len()),
             &ft.trace,
             link,
             61,
@@ -959,25 +906,20 @@ fn hierarchical_calendar_serves_beyond_one_level() {
         .collect();
     let trace = generate(&flows, 5_000_000, 3);
     let link = Link::new(1_000_000_000);
-    let with = |days: Vec<usize>| CalendarParams {
-        quantum: Some(50),
-        days: Some(days),
-        ..CalendarParams::default()
+    let with = |days: Vec<usize>| {
+        Discipline::Calendar(
+            CalendarSpec::new(CalendarPolicy::Wfq { quantum: Some(50) }).days(days),
+        )
     };
     let (flat, flat_tree) = drive(
-        weighted(Discipline::CqWfq, &weights, with(vec![64]), trace.len()),
+        weighted(with(vec![64]), &weights, trace.len()),
         &trace,
         link,
         1,
         |_| {},
     );
     let (hier, hier_tree) = drive(
-        weighted(
-            Discipline::CqWfq,
-            &weights,
-            with(vec![4, 4, 4]),
-            trace.len(),
-        ),
+        weighted(with(vec![4, 4, 4]), &weights, trace.len()),
         &trace,
         link,
         1,
@@ -1001,11 +943,12 @@ fn hierarchical_calendar_serves_beyond_one_level() {
 
 #[test]
 fn calendar_parameters_are_validated_by_node_and_name() {
-    let base = |d: Discipline, p: CalendarParams| {
+    // A calendar parameter on the wrong discipline and a policer without a rate
+    // cannot be written; policy files check them by key (eiffel-policy's tests).
+    let base = |policy: CalendarPolicy, days: Option<Vec<usize>>| {
         let mut spec = TreeSpec::new(100);
         let mut n = NodeSpec::new("q", None);
-        n.discipline = d;
-        n.calendar = p;
+        n.discipline = Discipline::Calendar(CalendarSpec { policy, days });
         n.per_flow = Some(PerFlow {
             max_flows: 4,
             flow_limit: None,
@@ -1014,84 +957,45 @@ fn calendar_parameters_are_validated_by_node_and_name() {
         spec.add(n);
         PolicyTree::new(spec).map(|_| ()).map_err(|e| e.to_string())
     };
-    let err = |d, p| base(d, p).unwrap_err();
-    assert!(base(Discipline::CqWfq, CalendarParams::default()).is_ok());
-    let e = err(
-        Discipline::CqEdf,
-        CalendarParams {
-            burst_allowance: Some(3000),
-            ..CalendarParams::default()
-        },
-    );
-    assert!(
-        e.contains("\"q\"") && e.contains("burst_allowance") && e.contains("cq-edf"),
-        "{e}"
-    );
-    let e = err(Discipline::CqPolicer, CalendarParams::default());
-    assert!(e.contains("rate"), "{e}");
-    let e = err(Discipline::Wfq, quantum(100));
-    assert!(e.contains("quantum") && e.contains("wfq"), "{e}");
-    let e = err(
-        Discipline::CqWfq,
-        CalendarParams {
-            quantum: Some(100),
-            days: Some(vec![8]),
-            ..CalendarParams::default()
-        },
-    );
+    let err = |p, days| base(p, days).unwrap_err();
+    assert!(base(CalendarPolicy::Wfq { quantum: None }, None).is_ok());
+    let e = err(CalendarPolicy::Wfq { quantum: Some(100) }, Some(vec![8]));
     assert!(e.contains("days") && e.contains("16"), "{e}");
     let e = err(
-        Discipline::CqWfqBurst,
-        CalendarParams {
+        CalendarPolicy::WfqBurst {
             quantum: Some(3000),
             burst_allowance: Some(1000),
-            ..CalendarParams::default()
         },
+        None,
     );
     assert!(e.contains("burst_allowance"), "{e}");
     let e = err(
-        Discipline::CqPolicer,
-        CalendarParams {
-            rate: Some(1_000_000),
+        CalendarPolicy::Policer {
+            rate: Rate::from_bps(1_000_000),
             bucket: Some(100),
-            ..CalendarParams::default()
+            period: None,
         },
+        None,
     );
     assert!(e.contains("bucket"), "{e}");
-    let e = err(
-        Discipline::CqEdf,
-        CalendarParams {
-            days: Some(vec![4, 0]),
-            ..CalendarParams::default()
-        },
-    );
+    let edf = |period| CalendarPolicy::Edf {
+        period,
+        rotation: EdfRotation::Clock,
+    };
+    let e = err(edf(None), Some(vec![4, 0]));
     assert!(e.contains("days"), "{e}");
-    let e = err(
-        Discipline::CqEdf,
-        CalendarParams {
-            period: Some(0),
-            ..CalendarParams::default()
-        },
-    );
+    let e = err(edf(Some(Duration::from_nanos(0))), None);
     assert!(e.contains("period"), "{e}");
     // pFabric-fair ranks flows: not on an internal node.
     let mut spec = TreeSpec::new(100);
     let mut root = NodeSpec::new("root", None);
-    root.discipline = Discipline::CqPfabricFair;
+    root.discipline = Discipline::calendar(CalendarPolicy::PfabricFair { quantum: None });
     let r = spec.add(root);
     spec.add(NodeSpec::new("x", Some(r)));
     let e = PolicyTree::new(spec).unwrap_err().to_string();
     assert!(
         e.contains("cq-pfabric-fair") && e.contains("per-flow"),
         "{e}"
-    );
-    // Names round-trip.
-    for d in Discipline::ALL {
-        assert_eq!(Discipline::from_name(d.name()), Some(d));
-    }
-    assert_eq!(
-        Discipline::from_name("cq-leaky-bucket"),
-        Some(Discipline::CqPolicer)
     );
     for r in [EdfRotation::OnEmpty, EdfRotation::Clock] {
         assert_eq!(EdfRotation::from_name(r.name()), Some(r));
@@ -1102,30 +1006,22 @@ fn calendar_parameters_are_validated_by_node_and_name() {
 fn cq_tree() -> TreeSpec {
     let mut spec = TreeSpec::new(400);
     spec.shaper = ShaperSpec {
-        horizon: 1_000_000,
+        horizon: Duration::from_nanos(1_000_000),
         slots: 1_000,
     };
     let mut root = NodeSpec::new("root", None);
-    root.discipline = Discipline::CqWfq;
-    root.calendar = quantum(700);
+    root.discipline = cq_wfq(700);
     root.limit = Some(RateLimit {
-        rate: 900_000_000,
+        rate: Rate::from_bps(900_000_000),
         burst: 4000,
     });
     let r = spec.add(root);
     let mut pol = NodeSpec::new("pol", Some(r));
-    pol.discipline = Discipline::CqPolicer;
+    pol.discipline = cq_policer(50_000_000, 6_000, 2_000);
     pol.weight = 2;
-    pol.calendar = CalendarParams {
-        rate: Some(50_000_000),
-        bucket: Some(6_000),
-        period: Some(2_000),
-        ..CalendarParams::default()
-    };
     let p = spec.add(pol);
     let mut fair = NodeSpec::new("fair", Some(p));
-    fair.discipline = Discipline::CqPfabricFair;
-    fair.calendar = quantum(500);
+    fair.discipline = Discipline::calendar(CalendarPolicy::PfabricFair { quantum: Some(500) });
     fair.per_flow = Some(PerFlow {
         max_flows: 6,
         flow_limit: None,
@@ -1133,45 +1029,35 @@ fn cq_tree() -> TreeSpec {
     });
     spec.add(fair);
     let mut edf = NodeSpec::new("edf", Some(p));
-    edf.discipline = Discipline::CqEdf;
+    edf.discipline = Discipline::Calendar(cq_edf(5_000, EdfRotation::Clock).days(vec![8, 8]));
     edf.weight = 3;
-    edf.calendar = CalendarParams {
-        period: Some(5_000),
-        days: Some(vec![8, 8]),
-        ..CalendarParams::default()
-    };
     edf.per_flow = Some(PerFlow {
         max_flows: 6,
         flow_limit: Some(RateLimit {
-            rate: 40_000_000,
+            rate: Rate::from_bps(40_000_000),
             burst: 1500,
         }),
         flow_queue_limit: None,
     });
     spec.add(edf);
     let mut clock = NodeSpec::new("clock", Some(r));
-    clock.discipline = Discipline::CqEdf;
-    clock.calendar = CalendarParams {
-        rotation: Some(EdfRotation::Clock),
-        period: Some(3_000),
-        ..CalendarParams::default()
-    };
+    clock.discipline = Discipline::Calendar(cq_edf(3_000, EdfRotation::Clock));
     let c = spec.add(clock);
     spec.add(NodeSpec::new("c1", Some(c)));
     let mut c2 = NodeSpec::new("c2", Some(c));
     c2.limit = Some(RateLimit {
-        rate: 20_000_000,
+        rate: Rate::from_bps(20_000_000),
         burst: 1500,
     });
     spec.add(c2);
     let mut burst = NodeSpec::new("burst", Some(r));
-    burst.discipline = Discipline::CqWfqBurst;
-    burst.calendar = CalendarParams {
-        quantum: Some(300),
-        burst_allowance: Some(3_000),
-        days: Some(vec![4, 4, 4]),
-        ..CalendarParams::default()
-    };
+    burst.discipline = Discipline::Calendar(
+        CalendarSpec::new(CalendarPolicy::WfqBurst {
+            quantum: Some(300),
+            burst_allowance: Some(3_000),
+        })
+        .days(vec![4, 4, 4]),
+    );
     burst.per_flow = Some(PerFlow {
         max_flows: 6,
         flow_limit: None,
@@ -1179,13 +1065,7 @@ fn cq_tree() -> TreeSpec {
     });
     spec.add(burst);
     let mut plcflows = NodeSpec::new("plcflows", Some(r));
-    plcflows.discipline = Discipline::CqPolicer;
-    plcflows.calendar = CalendarParams {
-        rate: Some(30_000_000),
-        bucket: Some(4_000),
-        period: Some(500),
-        ..CalendarParams::default()
-    };
+    plcflows.discipline = cq_policer(30_000_000, 4_000, 500);
     plcflows.per_flow = Some(PerFlow {
         max_flows: 6,
         flow_limit: None,

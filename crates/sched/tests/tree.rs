@@ -4,7 +4,7 @@
 use eiffel_sched::tree::{
     Discipline, NodeSpec, PerFlow, QueueChoice, RateLimit, ShaperSpec, TreeSpec,
 };
-use eiffel_sched::{DropReason, Nanos, Packet, PolicyTree, Scheduler};
+use eiffel_sched::{DropReason, Duration, Nanos, Packet, PolicyTree, Rate, Scheduler};
 use proptest::prelude::*;
 
 /// One arrival: time, leaf name, packet.
@@ -115,7 +115,7 @@ fn spec_with(root: Discipline, leaves: &[(&str, u32, u32)]) -> TreeSpec {
 
 #[test]
 fn wfq_shares_follow_weights() {
-    let spec = spec_with(Discipline::Wfq, &[("a", 1, 0), ("b", 2, 0), ("c", 5, 0)]);
+    let spec = spec_with(Discipline::WFQ, &[("a", 1, 0), ("b", 2, 0), ("c", 5, 0)]);
     let mut tree = PolicyTree::new(spec).unwrap();
     let arrivals = backlog(&tree, &["a", "b", "c"], 20_000, 1000);
     // Stop while all three are still backlogged.
@@ -136,8 +136,8 @@ fn wfq_shares_follow_weights() {
 
 #[test]
 fn fair_queueing_cores_share_by_weight_as_node_disciplines() {
-    for d in [Discipline::Qfq, Discipline::Drr, Discipline::Wf2q] {
-        let spec = spec_with(d, &[("a", 1, 0), ("b", 2, 0), ("c", 5, 0)]);
+    for d in [Discipline::QFQ, Discipline::DRR, Discipline::WF2Q] {
+        let spec = spec_with(d.clone(), &[("a", 1, 0), ("b", 2, 0), ("c", 5, 0)]);
         let mut tree = PolicyTree::new(spec).unwrap();
         assert_eq!(tree.node(0).discipline.as_deref(), Some(d.name()));
         let arrivals = backlog(&tree, &["a", "b", "c"], 20_000, 1000);
@@ -162,12 +162,12 @@ fn fair_queueing_cores_share_by_weight_as_node_disciplines() {
 fn qfq_root_over_a_strict_priority_child() {
     let mut spec = TreeSpec::new(100_000);
     let mut root = NodeSpec::new("root", None);
-    root.discipline = Discipline::Qfq;
+    root.discipline = Discipline::QFQ;
     let r = spec.add(root);
     spec.add(NodeSpec::new("x", Some(r)));
     let mut y = NodeSpec::new("y", Some(r));
     y.weight = 3;
-    y.discipline = Discipline::Strict;
+    y.discipline = Discipline::STRICT;
     let yi = spec.add(y);
     spec.add(NodeSpec::new("y-hi", Some(yi)));
     let mut lo = NodeSpec::new("y-lo", Some(yi));
@@ -192,7 +192,7 @@ fn qfq_root_over_a_strict_priority_child() {
 
 #[test]
 fn wfq_shares_with_mixed_packet_sizes() {
-    let spec = spec_with(Discipline::Wfq, &[("small", 1, 0), ("large", 1, 0)]);
+    let spec = spec_with(Discipline::WFQ, &[("small", 1, 0), ("large", 1, 0)]);
     let mut tree = PolicyTree::new(spec).unwrap();
     let mut arrivals = Vec::new();
     let (s, l) = (tree.leaf("small").unwrap(), tree.leaf("large").unwrap());
@@ -220,7 +220,7 @@ fn wfq_shares_with_mixed_packet_sizes() {
 #[test]
 fn strict_priority_never_serves_a_lower_class_while_a_higher_one_waits() {
     let spec = spec_with(
-        Discipline::Strict,
+        Discipline::STRICT,
         &[("hi", 1, 0), ("mid", 1, 1), ("lo", 1, 2)],
     );
     let mut tree = PolicyTree::new(spec).unwrap();
@@ -291,8 +291,8 @@ fn assert_conforms(
         for i in j.saturating_sub(200)..=j {
             let bytes = prefix[j + 1] - prefix[i];
             let dt = mine[j].at - mine[i].at + slack_ns;
-            let allowed =
-                (u128::from(limit.rate) * u128::from(dt) / 8_000_000_000) as u64 + limit.burst;
+            let allowed = (u128::from(limit.rate.bps()) * u128::from(dt) / 8_000_000_000) as u64
+                + limit.burst;
             assert!(
                 bytes <= allowed,
                 "{what}: {bytes} bytes in {} ns > {allowed}",
@@ -322,29 +322,29 @@ fn long_run_rate(
 fn fig6_limits_hold_on_one_path_and_shares_split_the_rest() {
     let mut spec = TreeSpec::new(200_000);
     spec.shaper = ShaperSpec {
-        horizon: 100_000_000,
+        horizon: Duration::from_nanos(100_000_000),
         slots: 100_000,
     };
     let mut root = NodeSpec::new("root", None);
-    root.discipline = Discipline::Wfq;
+    root.discipline = Discipline::WFQ;
     root.limit = Some(RateLimit {
-        rate: 50_000_000,
+        rate: Rate::from_bps(50_000_000),
         burst: 3000,
     });
     let r = spec.add(root);
     let mut left = NodeSpec::new("left", Some(r));
     left.weight = 3;
     let mut right = NodeSpec::new("right", Some(r));
-    right.discipline = Discipline::Wfq;
+    right.discipline = Discipline::WFQ;
     right.limit = Some(RateLimit {
-        rate: 10_000_000,
+        rate: Rate::from_bps(10_000_000),
         burst: 3000,
     });
     let _l = spec.add(left);
     let rr = spec.add(right);
     let mut r1 = NodeSpec::new("r1", Some(rr));
     r1.limit = Some(RateLimit {
-        rate: 7_000_000,
+        rate: Rate::from_bps(7_000_000),
         burst: 1500,
     });
     spec.add(r1);
@@ -381,7 +381,7 @@ fn fig6_limits_hold_on_one_path_and_shares_split_the_rest() {
         &deps,
         |_| true,
         RateLimit {
-            rate: 50_000_000,
+            rate: Rate::from_bps(50_000_000),
             burst: 3000,
         },
         slack,
@@ -391,7 +391,7 @@ fn fig6_limits_hold_on_one_path_and_shares_split_the_rest() {
         &deps,
         |p| p.class == r1 || p.class == r2,
         RateLimit {
-            rate: 10_000_000,
+            rate: Rate::from_bps(10_000_000),
             burst: 3000,
         },
         slack,
@@ -401,7 +401,7 @@ fn fig6_limits_hold_on_one_path_and_shares_split_the_rest() {
         &deps,
         |p| p.class == r1,
         RateLimit {
-            rate: 7_000_000,
+            rate: Rate::from_bps(7_000_000),
             burst: 1500,
         },
         slack,
@@ -415,18 +415,18 @@ fn leaf_limit_binds_below_an_internal_limit() {
     // r1 limited to 2 Mbit/s under right's 10: r1 gets 2, r2 gets the other 8.
     let mut spec = TreeSpec::new(200_000);
     let mut root = NodeSpec::new("root", None);
-    root.discipline = Discipline::Wfq;
+    root.discipline = Discipline::WFQ;
     let r = spec.add(root);
     let mut right = NodeSpec::new("right", Some(r));
-    right.discipline = Discipline::Wfq;
+    right.discipline = Discipline::WFQ;
     right.limit = Some(RateLimit {
-        rate: 10_000_000,
+        rate: Rate::from_bps(10_000_000),
         burst: 3000,
     });
     let rr = spec.add(right);
     let mut r1 = NodeSpec::new("r1", Some(rr));
     r1.limit = Some(RateLimit {
-        rate: 2_000_000,
+        rate: Rate::from_bps(2_000_000),
         burst: 1500,
     });
     spec.add(r1);
@@ -444,7 +444,7 @@ fn leaf_limit_binds_below_an_internal_limit() {
         &deps,
         |p| p.class == r1,
         RateLimit {
-            rate: 2_000_000,
+            rate: Rate::from_bps(2_000_000),
             burst: 1500,
         },
         tree.shaper_granularity(),
@@ -456,17 +456,16 @@ fn leaf_limit_binds_below_an_internal_limit() {
 fn pfabric_serves_the_flow_with_the_fewest_remaining_bytes_in_order() {
     let mut spec = TreeSpec::new(10_000);
     let mut leaf = NodeSpec::new("flows", None);
-    leaf.discipline = Discipline::Pfabric;
+    // One bucket per 1000-byte packet: ranks compare in remaining packets.
+    leaf.discipline = Discipline::PFABRIC.on(QueueChoice {
+        granularity: Some(1000),
+        ..QueueChoice::AUTO
+    });
     leaf.per_flow = Some(PerFlow {
         max_flows: 64,
         flow_limit: None,
         flow_queue_limit: None,
     });
-    // One bucket per 1000-byte packet: ranks compare in remaining packets.
-    leaf.queue = QueueChoice {
-        granularity: Some(1000),
-        ..QueueChoice::AUTO
-    };
     spec.add(leaf);
     let mut tree = PolicyTree::new(spec).unwrap();
     let class = tree.leaf("flows").unwrap();
@@ -539,7 +538,7 @@ fn pfabric_serves_the_flow_with_the_fewest_remaining_bytes_in_order() {
 fn edf_serves_in_deadline_order_across_flows() {
     let mut spec = TreeSpec::new(10_000);
     let mut leaf = NodeSpec::new("flows", None);
-    leaf.discipline = Discipline::Edf;
+    leaf.discipline = Discipline::EDF;
     leaf.per_flow = Some(PerFlow {
         max_flows: 16,
         flow_limit: None,
@@ -581,13 +580,13 @@ fn hclock_meets_reservations_before_shares() {
     // its reservation first, and the spare 400 Mbit/s is shared 1:9 with a.
     let mut spec = TreeSpec::new(100_000);
     let mut root = NodeSpec::new("root", None);
-    root.discipline = Discipline::Hclock;
+    root.discipline = Discipline::HCLOCK;
     let r = spec.add(root);
     let mut a = NodeSpec::new("a", Some(r));
     a.weight = 9;
     let mut b = NodeSpec::new("b", Some(r));
     b.weight = 1;
-    b.reservation = Some(600_000_000);
+    b.reservation = Some(Rate::from_bps(600_000_000));
     spec.add(a);
     spec.add(b);
     let mut tree = PolicyTree::new(spec).unwrap();
@@ -612,11 +611,11 @@ fn hclock_meets_reservations_before_shares() {
 fn per_flow_pacing_holds_every_flow_to_its_rate() {
     let mut spec = TreeSpec::new(100_000);
     let mut leaf = NodeSpec::new("paced", None);
-    leaf.discipline = Discipline::Fifo;
+    leaf.discipline = Discipline::FIFO;
     leaf.per_flow = Some(PerFlow {
         max_flows: 100,
         flow_limit: Some(RateLimit {
-            rate: 1_000_000,
+            rate: Rate::from_bps(1_000_000),
             burst: 1500,
         }),
         flow_queue_limit: None,
@@ -641,7 +640,7 @@ fn per_flow_pacing_holds_every_flow_to_its_rate() {
             &deps,
             |p| p.flow == f,
             RateLimit {
-                rate: 1_000_000,
+                rate: Rate::from_bps(1_000_000),
                 burst: 1500,
             },
             tree.shaper_granularity(),
@@ -655,7 +654,7 @@ fn per_flow_pacing_holds_every_flow_to_its_rate() {
 
 #[test]
 fn admission_drops_are_counted_by_reason() {
-    let mut spec = spec_with(Discipline::Fifo, &[("a", 1, 0)]);
+    let mut spec = spec_with(Discipline::FIFO, &[("a", 1, 0)]);
     spec.capacity = 3;
     spec.nodes[1].capacity = Some(2);
     let mut tree = PolicyTree::new(spec).unwrap();
@@ -696,10 +695,10 @@ fn admission_drops_are_counted_by_reason() {
 
 #[test]
 fn structural_mistakes_are_refused() {
-    let mut spec = spec_with(Discipline::Wfq, &[("a", 1, 0)]);
+    let mut spec = spec_with(Discipline::WFQ, &[("a", 1, 0)]);
     spec.nodes[1].weight = 0;
     assert!(PolicyTree::new(spec).is_err());
-    let mut spec = spec_with(Discipline::Wfq, &[("a", 1, 0), ("a", 1, 0)]);
+    let mut spec = spec_with(Discipline::WFQ, &[("a", 1, 0), ("a", 1, 0)]);
     assert!(PolicyTree::new(spec.clone()).is_err());
     spec.nodes[2].name = "b".into();
     spec.nodes[0].parent = Some(1);
@@ -711,30 +710,30 @@ fn structural_mistakes_are_refused() {
 fn mixed_tree() -> TreeSpec {
     let mut spec = TreeSpec::new(500);
     spec.shaper = ShaperSpec {
-        horizon: 1_000_000,
+        horizon: Duration::from_nanos(1_000_000),
         slots: 1_000,
     };
     let mut root = NodeSpec::new("root", None);
-    root.discipline = Discipline::Strict;
+    root.discipline = Discipline::STRICT;
     root.limit = Some(RateLimit {
-        rate: 800_000_000,
+        rate: Rate::from_bps(800_000_000),
         burst: 4000,
     });
     let r = spec.add(root);
     let mut hc = NodeSpec::new("hc", Some(r));
-    hc.discipline = Discipline::Hclock;
+    hc.discipline = Discipline::HCLOCK;
     hc.priority = 1;
     let h = spec.add(hc);
     let mut w = NodeSpec::new("w", Some(h));
-    w.discipline = Discipline::Wfq;
-    w.reservation = Some(100_000_000);
+    w.discipline = Discipline::WFQ;
+    w.reservation = Some(Rate::from_bps(100_000_000));
     w.limit = Some(RateLimit {
-        rate: 200_000_000,
+        rate: Rate::from_bps(200_000_000),
         burst: 3000,
     });
     let wi = spec.add(w);
     let mut pf = NodeSpec::new("pf", Some(wi));
-    pf.discipline = Discipline::Pfabric;
+    pf.discipline = Discipline::PFABRIC;
     pf.per_flow = Some(PerFlow {
         max_flows: 8,
         flow_limit: None,
@@ -742,20 +741,19 @@ fn mixed_tree() -> TreeSpec {
     });
     spec.add(pf);
     let mut paced = NodeSpec::new("paced", Some(wi));
-    paced.discipline = Discipline::Edf;
+    paced.discipline = Discipline::EDF.on(QueueChoice {
+        kind: Some(eiffel_queue::QueueKind::BinaryHeap),
+        ..QueueChoice::AUTO
+    });
     paced.weight = 3;
     paced.per_flow = Some(PerFlow {
         max_flows: 8,
         flow_limit: Some(RateLimit {
-            rate: 50_000_000,
+            rate: Rate::from_bps(50_000_000),
             burst: 1500,
         }),
         flow_queue_limit: None,
     });
-    paced.queue = QueueChoice {
-        kind: Some(eiffel_queue::QueueKind::BinaryHeap),
-        ..QueueChoice::AUTO
-    };
     spec.add(paced);
     let mut plain = NodeSpec::new("plain", Some(h));
     plain.capacity = Some(50);
@@ -763,12 +761,12 @@ fn mixed_tree() -> TreeSpec {
     spec.add(plain);
     let mut urgent = NodeSpec::new("urgent", Some(r));
     urgent.limit = Some(RateLimit {
-        rate: 100_000_000,
+        rate: Rate::from_bps(100_000_000),
         burst: 1500,
     });
     spec.add(urgent);
     let mut fq = NodeSpec::new("fq", Some(r));
-    fq.discipline = Discipline::Qfq;
+    fq.discipline = Discipline::QFQ;
     fq.priority = 2;
     let f = spec.add(fq);
     let mut fq1 = NodeSpec::new("fq1", Some(f));
@@ -776,7 +774,7 @@ fn mixed_tree() -> TreeSpec {
     spec.add(fq1);
     let mut fq2 = NodeSpec::new("fq2", Some(f));
     fq2.limit = Some(RateLimit {
-        rate: 30_000_000,
+        rate: Rate::from_bps(30_000_000),
         burst: 1500,
     });
     spec.add(fq2);

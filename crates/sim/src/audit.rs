@@ -64,7 +64,7 @@
 use crate::gps::Gps;
 use crate::link::{Link, Ticks, TICKS_PER_BYTE};
 use crate::run::{Outcome, Run};
-use crate::trace::Trace;
+use crate::trace::{Arrival, Trace};
 use eiffel_sched::Nanos;
 
 /// What the auditor found for one flow; see the [module docs](self).
@@ -164,64 +164,47 @@ impl Service {
     }
 }
 
-/// Audits with a given GPS reference and options.
-///
-/// # Panics
-/// If a flow of the trace has no weight in `weights`.
-#[must_use]
-pub fn audit_with(
-    trace: &Trace,
-    run: &Run,
-    gps: &Gps,
-    weights: &[f64],
-    opts: AuditOptions,
-) -> Report {
-    let link = run.link;
-    let arrivals = trace.arrivals();
-    let total_w: f64 = weights.iter().sum();
-    let rate = link.bytes_per_ns();
-    let ns = |t: Ticks| link.nanos(t);
-    let n = weights.len();
-    assert!(trace.flows() <= n, "the trace has flows without a weight");
+/// What every flow's audit reads: the run, its GPS reference and the service
+/// of the link and of each flow.
+struct Audit<'a> {
+    arrivals: &'a [Arrival],
+    run: &'a Run,
+    gps: &'a Gps,
+    weights: &'a [f64],
+    total_w: f64,
+    link: Link,
+    /// The link's cumulative service.
+    all: Service,
+    /// Each flow's sent packets, in sending order.
+    sent_by_flow: Vec<Vec<usize>>,
+    /// Each flow's packets not dropped at arrival, in arrival order.
+    accepted_by_flow: Vec<Vec<usize>>,
+    /// The window of the shares, and the link's service in it.
+    window: (Nanos, Nanos),
+    window_total: f64,
+}
 
-    let all = Service::new(run.order.iter().map(|&i| match run.outcomes[i] {
-        Outcome::Sent { start, end } => (start, end),
-        _ => unreachable!("order lists sent packets"),
-    }));
-    let mut sent_by_flow: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for &i in &run.order {
-        sent_by_flow[arrivals[i].flow as usize].push(i);
-    }
-    let mut accepted_by_flow: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for (i, a) in arrivals.iter().enumerate() {
-        if !matches!(run.outcomes[i], Outcome::Dropped(_)) {
-            accepted_by_flow[a.flow as usize].push(i);
+impl Audit<'_> {
+    /// The transmission of sent packet `i`.
+    fn times(&self, i: usize) -> (Ticks, Ticks) {
+        match self.run.outcomes[i] {
+            Outcome::Sent { start, end } => (start, end),
+            _ => unreachable!("only sent packets are listed"),
         }
     }
-    let first = arrivals.first().map_or(0, |a| a.at);
-    let last = arrivals.last().map_or(0, |a| a.at);
-    let (wa, wb) = opts.window_ns.unwrap_or((first, last));
-    let window_total = all.at(link.ticks(wb)) - all.at(link.ticks(wa));
 
-    let mut flows = Vec::with_capacity(n);
-    for k in 0..n {
-        let phi = weights[k] / total_w;
-        let sent = &sent_by_flow[k];
-        let times = |i: usize| match run.outcomes[i] {
-            Outcome::Sent { start, end } => (start, end),
-            _ => unreachable!(),
-        };
-        let mine = Service::new(sent.iter().map(|&i| times(i)));
-        let d = |t: Ticks| phi * all.at(t) - mine.at(t);
-
-        // B-WFI: events of k in time order; at equal times ends come first (a
-        // period closes before the next opens), then arrivals, then starts.
+    /// B-WFI of flow `k` over fluid and over queued backlogged periods.
+    fn b_wfi(&self, k: usize, phi: f64, mine: &Service) -> (f64, f64) {
+        let (link, arrivals) = (self.link, self.arrivals);
+        let d = |t: Ticks| phi * self.all.at(t) - mine.at(t);
+        // Events of k in time order; at equal times ends come first (a period
+        // closes before the next opens), then arrivals, then starts.
         let mut events: Vec<(Ticks, u8, u32)> = Vec::new();
-        for &i in &accepted_by_flow[k] {
+        for &i in &self.accepted_by_flow[k] {
             events.push((link.ticks(arrivals[i].at), 1, arrivals[i].len));
         }
-        for &i in sent {
-            let (s, e) = times(i);
+        for &i in &self.sent_by_flow[k] {
+            let (s, e) = self.times(i);
             events.push((s, 2, 0));
             events.push((e, 0, arrivals[i].len));
         }
@@ -257,39 +240,60 @@ pub fn audit_with(
                 }
             }
         }
+        (b_wfi, b_wfi_q)
+    }
 
-        // T-WFI: backlog just after each arrival, against the completion time.
+    /// T-WFI of flow `k` (backlog just after each arrival, against the completion
+    /// time), its worst delay against GPS, and its packets still held.
+    fn t_wfi(&self, k: usize, phi: f64, mine: &Service) -> (f64, f64, usize) {
+        let (link, arrivals) = (self.link, self.arrivals);
+        let rate = link.bytes_per_ns();
         let mut arrived = 0f64;
         let mut t_wfi = f64::NEG_INFINITY;
         let mut delay = f64::NEG_INFINITY;
         let mut held = 0;
-        for &i in &accepted_by_flow[k] {
+        for &i in &self.accepted_by_flow[k] {
             arrived += f64::from(arrivals[i].len);
-            let Outcome::Sent { end, .. } = run.outcomes[i] else {
+            let Outcome::Sent { end, .. } = self.run.outcomes[i] else {
                 held += 1;
                 continue;
             };
             let ta = link.ticks(arrivals[i].at);
             let q = arrived - mine.at(ta);
-            t_wfi = t_wfi.max(ns(end - ta) - q / (phi * rate));
-            if let Some(g) = gps.packets[i] {
-                delay = delay.max(ns(end) - g.finish_ns);
+            t_wfi = t_wfi.max(link.nanos(end - ta) - q / (phi * rate));
+            if let Some(g) = self.gps.packets[i] {
+                delay = delay.max(link.nanos(end) - g.finish_ns);
             }
         }
+        (t_wfi, delay, held)
+    }
 
-        // Lag behind GPS, at the starts of k's transmissions.
+    /// Flow `k`'s worst lag behind GPS, at the starts of its transmissions.
+    fn lag(&self, k: usize, mine: &Service) -> f64 {
         let mut lag = 0f64;
-        for &i in sent {
-            let (s, _) = times(i);
-            lag = lag.max(gps.served(k, ns(s)) - mine.at(s));
+        for &i in &self.sent_by_flow[k] {
+            let (s, _) = self.times(i);
+            lag = lag.max(self.gps.served(k, self.link.nanos(s)) - mine.at(s));
         }
+        lag
+    }
 
+    /// Flow `k`'s report (its GPS share not yet normalized).
+    fn flow(&self, k: usize) -> FlowReport {
+        let (link, arrivals) = (self.link, self.arrivals);
+        let phi = self.weights[k] / self.total_w;
+        let sent = &self.sent_by_flow[k];
+        let mine = Service::new(sent.iter().map(|&i| self.times(i)));
+        let (b_wfi, b_wfi_q) = self.b_wfi(k, phi, &mine);
+        let (t_wfi, delay, held) = self.t_wfi(k, phi, &mine);
+        let lag = self.lag(k, &mine);
+        let (wa, wb) = self.window;
         let (ta, tb) = (link.ticks(wa), link.ticks(wb));
         let w_k = mine.at(tb) - mine.at(ta);
-        let g_k = gps.served(k, wb as f64) - gps.served(k, wa as f64);
-        flows.push(FlowReport {
+        let g_k = self.gps.served(k, wb as f64) - self.gps.served(k, wa as f64);
+        FlowReport {
             flow: k,
-            weight: weights[k],
+            weight: self.weights[k],
             phi,
             packets: sent.len(),
             bytes: sent.iter().map(|&i| u64::from(arrivals[i].len)).sum(),
@@ -297,7 +301,7 @@ pub fn audit_with(
                 .iter()
                 .enumerate()
                 .filter(|&(i, a)| {
-                    a.flow as usize == k && matches!(run.outcomes[i], Outcome::Dropped(_))
+                    a.flow as usize == k && matches!(self.run.outcomes[i], Outcome::Dropped(_))
                 })
                 .count(),
             held,
@@ -307,15 +311,80 @@ pub fn audit_with(
             t_wfi_ns: if t_wfi.is_finite() { t_wfi } else { 0.0 },
             worst_lag_bytes: lag,
             worst_delay_vs_gps_ns: if delay.is_finite() { delay } else { 0.0 },
-            share: if window_total > 0.0 {
-                w_k / window_total
+            share: if self.window_total > 0.0 {
+                w_k / self.window_total
             } else {
                 0.0
             },
             gps_share: g_k,
             normalized: if g_k > 0.0 { w_k / g_k } else { f64::NAN },
-        });
+        }
     }
+}
+
+/// Jain's fairness index of the flows' normalized services (1 with none).
+fn jain(flows: &[FlowReport]) -> f64 {
+    let xs: Vec<f64> = flows
+        .iter()
+        .map(|f| f.normalized)
+        .filter(|x| x.is_finite())
+        .collect();
+    let (sum, sq): (f64, f64) = xs.iter().fold((0.0, 0.0), |(s, q), x| (s + x, q + x * x));
+    if xs.is_empty() {
+        1.0
+    } else {
+        sum * sum / (xs.len() as f64 * sq)
+    }
+}
+
+/// Audits with a given GPS reference and options.
+///
+/// # Panics
+/// If a flow of the trace has no weight in `weights`.
+#[must_use]
+pub fn audit_with(
+    trace: &Trace,
+    run: &Run,
+    gps: &Gps,
+    weights: &[f64],
+    opts: AuditOptions,
+) -> Report {
+    let link = run.link;
+    let arrivals = trace.arrivals();
+    let n = weights.len();
+    assert!(trace.flows() <= n, "the trace has flows without a weight");
+    let all = Service::new(run.order.iter().map(|&i| match run.outcomes[i] {
+        Outcome::Sent { start, end } => (start, end),
+        _ => unreachable!("order lists sent packets"),
+    }));
+    let mut sent_by_flow: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for &i in &run.order {
+        sent_by_flow[arrivals[i].flow as usize].push(i);
+    }
+    let mut accepted_by_flow: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, a) in arrivals.iter().enumerate() {
+        if !matches!(run.outcomes[i], Outcome::Dropped(_)) {
+            accepted_by_flow[a.flow as usize].push(i);
+        }
+    }
+    let first = arrivals.first().map_or(0, |a| a.at);
+    let last = arrivals.last().map_or(0, |a| a.at);
+    let (wa, wb) = opts.window_ns.unwrap_or((first, last));
+    let window_total = all.at(link.ticks(wb)) - all.at(link.ticks(wa));
+    let audit = Audit {
+        arrivals,
+        run,
+        gps,
+        weights,
+        total_w: weights.iter().sum(),
+        link,
+        all,
+        sent_by_flow,
+        accepted_by_flow,
+        window: (wa, wb),
+        window_total,
+    };
+    let mut flows: Vec<FlowReport> = (0..n).map(|k| audit.flow(k)).collect();
     let gps_total: f64 = flows.iter().map(|f| f.gps_share).sum();
     for f in &mut flows {
         f.gps_share = if gps_total > 0.0 {
@@ -324,21 +393,10 @@ pub fn audit_with(
             0.0
         };
     }
-    let xs: Vec<f64> = flows
-        .iter()
-        .map(|f| f.normalized)
-        .filter(|x| x.is_finite())
-        .collect();
-    let (sum, sq): (f64, f64) = xs.iter().fold((0.0, 0.0), |(s, q), x| (s + x, q + x * x));
-    let jain = if xs.is_empty() {
-        1.0
-    } else {
-        sum * sum / (xs.len() as f64 * sq)
-    };
     let max_len = flows.iter().map(|f| f.max_len).max().unwrap_or(0);
     Report {
+        jain: jain(&flows),
         flows,
-        jain,
         window_ns: (wa, wb),
         max_len,
         link,

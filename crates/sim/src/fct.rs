@@ -17,7 +17,7 @@
 //! last packet's transmission. A flow with a packet dropped or still held has
 //! none; [`FlowOutcome::sent_bytes`] still says how much of it got through.
 
-use eiffel_sched::{Drop, FlowId, Nanos, Packet, Scheduler};
+use eiffel_sched::{Dropped, FlowId, Nanos, Packet, Scheduler};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -179,7 +179,7 @@ impl<S, F: FnMut(&mut Packet)> Annotated<S, F> {
 }
 
 impl<S: Scheduler, F: FnMut(&mut Packet)> Scheduler for Annotated<S, F> {
-    fn enqueue(&mut self, mut pkt: Packet, now: Nanos) -> Result<(), Drop> {
+    fn enqueue(&mut self, mut pkt: Packet, now: Nanos) -> Result<(), Dropped> {
         (self.annotate)(&mut pkt);
         self.inner.enqueue(pkt, now)
     }

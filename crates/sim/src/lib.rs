@@ -15,6 +15,9 @@
 //!   against GPS, shares and Jain's fairness index, with their definitions.
 //! - [`fct`]: flow-level workloads, packet annotations and flow completion times
 //!   ([`compare`] runs one workload through several schedulers).
+//! - [`policy_run`]: [`run_tree`], a workload through a policy tree with per-node
+//!   and per-group throughput, latency, drops and flow completion times: the
+//!   engine behind `eiffel run`.
 //!
 //! ```
 //! use eiffel_sched::{FlowConfig, FlowScheduler, Qfq};
@@ -35,6 +38,7 @@ pub mod fct;
 pub mod gps;
 pub mod link;
 pub mod metrics;
+pub mod policy_run;
 pub mod run;
 pub mod trace;
 pub mod workload;
@@ -47,6 +51,9 @@ pub use fct::{
 pub use gps::{FluidPacket, Gps};
 pub use link::{Link, Ticks, TICKS_PER_BYTE};
 pub use metrics::{GroupStats, LeafStats, Metrics};
+pub use policy_run::{run_tree, RunOptions, RunReport, RunSettings};
 pub use run::{drive, run, Observer, Outcome, Run, Source};
 pub use trace::{generate, Arrival, FlowSpec, Pattern, Trace};
-pub use workload::{FlowGroup, Generator, PacketSizes, Process, Route, Workload};
+pub use workload::{
+    FlowGroup, Generator, GroupProblem, PacketSizes, Process, Route, Workload, WorkloadError,
+};

@@ -2,23 +2,17 @@
 //!
 //! Transmitting `l` bytes at `R` bits/s takes `8 l / R` seconds, rarely a whole
 //! number of nanoseconds. The simulator therefore counts time in [`Ticks`] of
-//! `1 / R` nanoseconds: a nanosecond is `R` ticks and a byte `8 * 10^9` ticks, so
-//! arrival times, transmission starts and ends are all exact integers. A `u128`
-//! holds 10^15 ns (11 days) at 10^12 bit/s with room to spare. Schedulers, which
-//! see [`Nanos`], get the time rounded down.
+//! `1 / R` nanoseconds ([`eiffel_sched::time`]): a nanosecond is `R` ticks and a
+//! byte `8 * 10^9` ticks, so arrival times, transmission starts and ends are all
+//! exact integers. Schedulers, which see [`Nanos`], get the time rounded down.
 
-use eiffel_sched::Nanos;
-
-/// Simulation time in units of `1 / rate_bps` nanoseconds (see the module docs).
-pub type Ticks = u128;
-
-/// Ticks per byte: `8 * 10^9`, whatever the rate.
-pub const TICKS_PER_BYTE: Ticks = 8_000_000_000;
+use eiffel_sched::time::{Nanos, Rate};
+pub use eiffel_sched::time::{Ticks, TICKS_PER_BYTE};
 
 /// A link that sends `rate_bps` bits per second, one packet at a time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Link {
-    rate_bps: u64,
+    rate: Rate,
 }
 
 impl Link {
@@ -29,43 +23,51 @@ impl Link {
     #[must_use]
     pub const fn new(rate_bps: u64) -> Self {
         assert!(rate_bps > 0, "a link needs a positive rate");
-        Link { rate_bps }
+        Link {
+            rate: Rate::from_bps(rate_bps),
+        }
     }
 
     /// The rate in bits per second.
     #[must_use]
     pub const fn rate_bps(&self) -> u64 {
-        self.rate_bps
+        self.rate.bps()
+    }
+
+    /// The rate.
+    #[must_use]
+    pub const fn rate(&self) -> Rate {
+        self.rate
     }
 
     /// The rate in bytes per nanosecond (`R` of the papers' formulas).
     #[must_use]
     pub fn bytes_per_ns(&self) -> f64 {
-        self.rate_bps as f64 / 8e9
+        self.rate.bps() as f64 / 8e9
     }
 
     /// The time to transmit `len` bytes.
     #[must_use]
     pub const fn tx_ticks(&self, len: u32) -> Ticks {
-        len as Ticks * TICKS_PER_BYTE
+        Rate::tx_ticks(len as u64)
     }
 
     /// A time in nanoseconds as ticks.
     #[must_use]
     pub const fn ticks(&self, ns: Nanos) -> Ticks {
-        ns as Ticks * self.rate_bps as Ticks
+        self.rate.ticks(ns)
     }
 
     /// Ticks as nanoseconds, rounded down (what a scheduler sees).
     #[must_use]
     pub const fn nanos_floor(&self, t: Ticks) -> Nanos {
-        (t / self.rate_bps as Ticks) as Nanos
+        self.rate.nanos_floor(t)
     }
 
     /// Ticks as fractional nanoseconds.
     #[must_use]
     pub fn nanos(&self, t: Ticks) -> f64 {
-        t as f64 / self.rate_bps as f64
+        t as f64 / self.rate.bps() as f64
     }
 
     /// Bytes the link sends in `t` ticks (fractional).

@@ -225,49 +225,109 @@ impl Workload {
     /// Checks the values a generator relies on.
     ///
     /// # Errors
-    /// A message naming the group and what is wrong.
-    pub fn validate(&self) -> Result<(), String> {
+    /// The first problem found, naming the group.
+    pub fn validate(&self) -> Result<(), WorkloadError> {
         if self.groups.is_empty() {
-            return Err("a workload needs at least one flow".into());
+            return Err(WorkloadError::NoFlows);
         }
         if self.flows() > u32::MAX as usize {
-            return Err("a workload holds at most 2^32 - 1 flows".into());
+            return Err(WorkloadError::TooManyFlows);
         }
         for g in &self.groups {
-            let bad = |m: &str| Err(format!("flow `{}`: {m}", g.name));
-            if g.count == 0 {
-                return bad("count must be at least 1");
+            g.check().map_err(|problem| WorkloadError::Group {
+                group: g.name.clone(),
+                problem,
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// A workload that cannot be generated.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorkloadError {
+    /// No flow group.
+    #[error("a workload needs at least one flow")]
+    NoFlows,
+    /// More flows than ids.
+    #[error("a workload holds at most 2^32 - 1 flows")]
+    TooManyFlows,
+    /// A problem with one group.
+    #[error("flow `{group}`: {problem}")]
+    Group {
+        /// The group's name.
+        group: String,
+        /// What is wrong with it.
+        problem: GroupProblem,
+    },
+}
+
+/// What is wrong with one flow group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GroupProblem {
+    /// No flow in the group.
+    #[error("count must be at least 1")]
+    ZeroCount,
+    /// Empty packets.
+    #[error("packets must be at least 1 byte")]
+    ZeroPackets,
+    /// A size range that is empty or starts at 0.
+    #[error("packet sizes need 1 <= min <= max")]
+    PacketRange,
+    /// A rate of zero.
+    #[error("rate must be positive")]
+    ZeroRate,
+    /// An on or off period of zero.
+    #[error("on and off periods must be positive")]
+    ZeroPeriod,
+    /// A Pareto shape with an infinite mean.
+    #[error("the Pareto shape must be above 1 (finite mean)")]
+    Shape,
+    /// A greedy source that keeps nothing queued.
+    #[error("window must be at least 1 packet")]
+    ZeroWindow,
+    /// An empty finite flow.
+    #[error("flow sizes must be at least 1 byte")]
+    ZeroFlowSize,
+}
+
+impl FlowGroup {
+    /// The group's own settings.
+    fn check(&self) -> Result<(), GroupProblem> {
+        if self.count == 0 {
+            return Err(GroupProblem::ZeroCount);
+        }
+        match self.packets {
+            PacketSizes::Fixed(0) => return Err(GroupProblem::ZeroPackets),
+            PacketSizes::Uniform { min, max } if min == 0 || min > max => {
+                return Err(GroupProblem::PacketRange)
             }
-            match g.packets {
-                PacketSizes::Fixed(0) => return bad("packets must be at least 1 byte"),
-                PacketSizes::Uniform { min, max } if min == 0 || min > max => {
-                    return bad("packet sizes need 1 <= min <= max")
+            _ => {}
+        }
+        match self.process {
+            Process::Constant { rate_bps: 0 }
+            | Process::Poisson { rate_bps: 0 }
+            | Process::OnOff { rate_bps: 0, .. } => return Err(GroupProblem::ZeroRate),
+            Process::OnOff {
+                mean_on,
+                mean_off,
+                shape,
+                ..
+            } => {
+                if mean_on == 0 || mean_off == 0 {
+                    return Err(GroupProblem::ZeroPeriod);
                 }
-                _ => {}
-            }
-            match g.process {
-                Process::Constant { rate_bps: 0 }
-                | Process::Poisson { rate_bps: 0 }
-                | Process::OnOff { rate_bps: 0, .. } => return bad("rate must be positive"),
-                Process::OnOff {
-                    mean_on,
-                    mean_off,
-                    shape,
-                    ..
-                } => {
-                    if mean_on == 0 || mean_off == 0 {
-                        return bad("on and off periods must be positive");
-                    }
-                    if !(shape > 1.0 && shape.is_finite()) {
-                        return bad("the Pareto shape must be above 1 (finite mean)");
-                    }
+                if !(shape > 1.0 && shape.is_finite()) {
+                    return Err(GroupProblem::Shape);
                 }
-                Process::Greedy { window: 0 } => return bad("window must be at least 1 packet"),
-                _ => {}
             }
-            if g.flow_sizes.contains(&0) {
-                return bad("flow sizes must be at least 1 byte");
-            }
+            Process::Greedy { window: 0 } => return Err(GroupProblem::ZeroWindow),
+            _ => {}
+        }
+        if self.flow_sizes.contains(&0) {
+            return Err(GroupProblem::ZeroFlowSize);
         }
         Ok(())
     }

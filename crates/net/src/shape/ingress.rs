@@ -15,12 +15,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use eiffel_classify::Classifier;
 use eiffel_pspat::{Client, SendError};
+use eiffel_sched::Packet;
 
 use super::stats::{put, ClassifierStats, IngressStats};
 use super::waker::Waker;
 use crate::afpacket::{Interest, PollSet, RxRing};
-use crate::classify::Classifier;
 use crate::frames::Filler;
 
 /// Why a frame was dropped before the scheduler.
@@ -58,7 +59,7 @@ pub(crate) struct IngressCounters {
     flows_created: AtomicU64,
     flows_expired: AtomicU64,
     flows_evicted: AtomicU64,
-    malformed: [AtomicU64; crate::wire::Malformed::COUNT],
+    malformed: [AtomicU64; eiffel_classify::wire::Malformed::COUNT],
 }
 
 impl IngressCounters {
@@ -81,7 +82,7 @@ impl IngressCounters {
     pub(crate) fn classifier(&self) -> ClassifierStats {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let mut malformed = BTreeMap::new();
-        for m in crate::wire::Malformed::ALL {
+        for m in eiffel_classify::wire::Malformed::ALL {
             put(&mut malformed, m.name(), get(&self.malformed[m as usize]));
         }
         ClassifierStats {
@@ -125,7 +126,7 @@ struct Carried {
     created: u64,
     expired: u64,
     evicted: u64,
-    malformed: [u64; crate::wire::Malformed::COUNT],
+    malformed: [u64; eiffel_classify::wire::Malformed::COUNT],
 }
 
 /// The receive thread's state.
@@ -149,14 +150,28 @@ pub(crate) struct IngressEnd {
 /// Idle flows expired per pass at most: bounded work per wake-up.
 const EXPIRE_BUDGET: usize = 64;
 
+/// What the receive thread counted so far (published to [`IngressCounters`]).
+#[derive(Clone, Copy, Debug, Default)]
+struct Tally {
+    received: u64,
+    bytes: u64,
+    to_scheduler: u64,
+    /// Drops by [`Reason`].
+    drops: [u64; REASONS.len()],
+}
+
+impl Tally {
+    #[inline]
+    fn drop(&mut self, reason: Reason) {
+        self.drops[reason as usize] += 1;
+    }
+}
+
 impl Ingress {
     pub(crate) fn run(mut self) -> IngressEnd {
         let clock = self.client.clock();
         let mut poll = PollSet::with_capacity(2);
-        let mut local = [0u64; REASONS.len()];
-        let mut received = 0u64;
-        let mut bytes = 0u64;
-        let mut to_scheduler = 0u64;
+        let mut tally = Tally::default();
         let mut carried = Carried::default();
         while !self.stop.load(Ordering::Acquire) {
             if let Some(next) = self.next_classifier.take() {
@@ -164,114 +179,92 @@ impl Ingress {
                 self.classifier = next;
             }
             let now = clock.now();
-            let batch = self.batch;
-            let Ingress {
-                rx,
-                classifier,
-                filler,
-                client,
-                ..
-            } = &mut self;
-            let n = rx.recv(batch, |frame| {
-                received += 1;
-                bytes += frame.len() as u64;
-                if frame.is_truncated() {
-                    local[Reason::Truncated as usize] += 1;
-                    return;
-                }
-                let Some(mut slot) = filler.alloc() else {
-                    local[Reason::PoolFull as usize] += 1;
-                    return;
-                };
-                let Some(len) = slot.write(|buf| frame.copy_to(buf)) else {
-                    local[Reason::Oversize as usize] += 1;
-                    return;
-                };
-                let classified = slot.read(|bytes| classifier.classify(bytes, now));
-                let Ok(pkt) = classified else {
-                    local[Reason::Malformed as usize] += 1;
-                    return;
-                };
-                debug_assert_eq!(pkt.len as usize, len);
-                let id = slot.publish();
-                let mut pkt = pkt.buffer(id);
-                loop {
-                    match client.send(pkt) {
-                        Ok(()) => {
-                            to_scheduler += 1;
-                            break;
-                        }
-                        // Earlier drops are accounted by the arbiter; this packet
-                        // was not sent yet.
-                        Err(SendError::PolicyDrops { packet, .. }) => pkt = packet,
-                        Err(e @ (SendError::Full(_) | SendError::Closed(_))) => {
-                            let reason = match e {
-                                SendError::Full(_) => Reason::MailboxFull,
-                                _ => Reason::Closed,
-                            };
-                            local[reason as usize] += 1;
-                            let back = filler.take_back(id);
-                            debug_assert!(back.is_ok(), "slot {id} published by this thread");
-                            break;
-                        }
-                    }
-                }
-            });
+            let n = self.receive(now, &mut tally);
             // Idle flows leave the table under load too (one comparison when none
             // is due).
             self.classifier.expire(now, EXPIRE_BUDGET, |_, _| {});
-            self.publish(received, bytes, to_scheduler, &local, carried);
-            if n > 0 {
-                continue;
-            }
-            // Nothing to receive: housekeeping, then sleep until the next frame or
-            // the next flow expiry.
-            self.filler.reclaim();
-            let stats = self.rx.stats();
-            self.counters
-                .kernel_drops
-                .store(stats.kernel_drops, Ordering::Relaxed);
-            let timeout = self
-                .classifier
-                .flows()
-                .next_expiry()
-                .map(|at| Duration::from_nanos(at.saturating_sub(now).max(1_000_000)));
-            poll.clear();
-            poll.add(&self.rx, Interest::Readable);
-            let woken = poll.add(&self.waker, Interest::Readable);
-            // A failed ppoll (EINTR from a signal) just runs another pass.
-            let _ = poll.wait(timeout);
-            if poll.is_ready(woken) {
-                Waker::drain(&self.waker);
+            self.publish(&tally, carried);
+            if n == 0 {
+                self.idle(&mut poll, now);
             }
         }
         // Frames still in the ring are left to the kernel: nothing reads them
         // after this point, so they are not "received".
-        self.publish(received, bytes, to_scheduler, &local, carried);
-        let stats = self.rx.stats();
-        self.counters
-            .kernel_drops
-            .store(stats.kernel_drops, Ordering::Relaxed);
+        self.publish(&tally, carried);
+        self.store_kernel_drops();
         drop(self.client);
         IngressEnd {
             filler: self.filler,
         }
     }
 
-    fn publish(
-        &self,
-        received: u64,
-        bytes: u64,
-        to_scheduler: u64,
-        local: &[u64; REASONS.len()],
-        carried: Carried,
-    ) {
+    /// One batch of frames from the ring; returns how many were read.
+    #[inline]
+    fn receive(&mut self, now: u64, tally: &mut Tally) -> usize {
+        let batch = self.batch;
+        let Ingress {
+            rx,
+            classifier,
+            filler,
+            client,
+            ..
+        } = self;
+        rx.recv(batch, |frame| {
+            tally.received += 1;
+            tally.bytes += frame.len() as u64;
+            if frame.is_truncated() {
+                return tally.drop(Reason::Truncated);
+            }
+            let Some(mut slot) = filler.alloc() else {
+                return tally.drop(Reason::PoolFull);
+            };
+            let Some(len) = slot.write(|buf| frame.copy_to(buf)) else {
+                return tally.drop(Reason::Oversize);
+            };
+            let classified = slot.read(|bytes| classifier.classify(bytes, now));
+            let Ok(pkt) = classified else {
+                return tally.drop(Reason::Malformed);
+            };
+            debug_assert_eq!(pkt.len as usize, len);
+            let id = slot.publish();
+            send(client, filler, pkt.buffer(id), tally);
+        })
+    }
+
+    /// Nothing to receive: housekeeping, then sleep until the next frame or the
+    /// next flow expiry.
+    fn idle(&mut self, poll: &mut PollSet, now: u64) {
+        self.filler.reclaim();
+        self.store_kernel_drops();
+        let timeout = self
+            .classifier
+            .flows()
+            .next_expiry()
+            .map(|at| Duration::from_nanos(at.saturating_sub(now).max(1_000_000)));
+        poll.clear();
+        poll.add(&self.rx, Interest::Readable);
+        let woken = poll.add(&self.waker, Interest::Readable);
+        // A failed ppoll (EINTR from a signal) just runs another pass.
+        let _ = poll.wait(timeout);
+        if poll.is_ready(woken) {
+            Waker::drain(&self.waker);
+        }
+    }
+
+    fn store_kernel_drops(&mut self) {
+        let stats = self.rx.stats();
+        self.counters
+            .kernel_drops
+            .store(stats.kernel_drops, Ordering::Relaxed);
+    }
+
+    fn publish(&self, tally: &Tally, carried: Carried) {
         let c = &*self.counters;
         let set = |a: &AtomicU64, v: u64| a.store(v, Ordering::Relaxed);
-        set(&c.received, received);
-        set(&c.bytes, bytes);
-        set(&c.to_scheduler, to_scheduler);
-        for (a, &v) in c.drops.iter().zip(local) {
+        set(&c.received, tally.received);
+        set(&c.bytes, tally.bytes);
+        set(&c.to_scheduler, tally.to_scheduler);
+        for (a, &v) in c.drops.iter().zip(&tally.drops) {
             set(a, v);
         }
         let cc = self.classifier.counters();
@@ -282,7 +275,7 @@ impl Ingress {
         set(&c.flows_created, carried.created + fc.created);
         set(&c.flows_expired, carried.expired + fc.expired);
         set(&c.flows_evicted, carried.evicted + fc.evicted);
-        for m in crate::wire::Malformed::ALL {
+        for m in eiffel_classify::wire::Malformed::ALL {
             set(
                 &c.malformed[m as usize],
                 carried.malformed[m as usize] + cc.malformed.get(m),
@@ -292,13 +285,40 @@ impl Ingress {
     }
 }
 
+/// Hands descriptor `pkt` (in slot `pkt.buffer`) to the arbiter; a full or
+/// closed mailbox drops it and frees its slot.
+#[inline]
+fn send(client: &mut Client, filler: &mut Filler, mut pkt: Packet, tally: &mut Tally) {
+    let id = pkt.buffer;
+    loop {
+        match client.send(pkt) {
+            Ok(()) => {
+                tally.to_scheduler += 1;
+                return;
+            }
+            // Earlier drops are accounted by the arbiter; this packet was not
+            // sent yet.
+            Err(SendError::PolicyDrops { packet, .. }) => pkt = packet,
+            Err(e @ (SendError::Full(_) | SendError::Closed(_))) => {
+                tally.drop(match e {
+                    SendError::Full(_) => Reason::MailboxFull,
+                    _ => Reason::Closed,
+                });
+                let back = filler.take_back(id);
+                debug_assert!(back.is_ok(), "slot {id} published by this thread");
+                return;
+            }
+        }
+    }
+}
+
 /// Adds a retiring classifier's counters to those carried so far.
 fn carry(mut c: Carried, old: &Classifier) -> Carried {
     let fc = old.flows().counters();
     c.created += fc.created;
     c.expired += fc.expired;
     c.evicted += fc.evicted;
-    for m in crate::wire::Malformed::ALL {
+    for m in eiffel_classify::wire::Malformed::ALL {
         c.malformed[m as usize] += old.counters().malformed.get(m);
     }
     c

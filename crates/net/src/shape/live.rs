@@ -20,7 +20,7 @@
 use eiffel_pspat::Control;
 use eiffel_sched::tree::TreeSpec;
 use eiffel_sched::{
-    Backlog, ClassId, ConfigError, Counters, Drop, Nanos, Packet, PolicyTree, Scheduler,
+    Backlog, ClassId, ConfigError, Counters, Dropped, Nanos, Packet, PolicyTree, Scheduler,
 };
 
 /// Most distinct leaf names over the life of a bump.
@@ -94,9 +94,11 @@ impl LiveTree {
         registry: &mut Registry,
     ) -> Result<LiveTree, ConfigError> {
         let tree = PolicyTree::new(spec)?;
-        let default = tree.leaf(default_leaf).ok_or_else(|| {
-            ConfigError::Invalid(format!("default leaf {default_leaf:?} is not a leaf"))
-        })?;
+        let default = tree
+            .leaf(default_leaf)
+            .ok_or_else(|| ConfigError::NotALeaf {
+                name: default_leaf.to_owned(),
+            })?;
         let leaves: Vec<usize> = (0..tree.spec().nodes.len())
             .filter(|&i| tree.spec().is_leaf(i))
             .collect();
@@ -155,7 +157,7 @@ impl LiveTree {
                     default
                 }
             };
-            if let Err(Drop { packet, reason }) = ctl.scheduler().tree.enqueue(pkt, now) {
+            if let Err(Dropped { packet, reason }) = ctl.scheduler().tree.enqueue(pkt, now) {
                 moved.dropped += 1;
                 ctl.drop_packet(packet, reason);
             }
@@ -187,7 +189,7 @@ pub fn drain(tree: &mut PolicyTree, now: Nanos, mut each: impl FnMut(Packet)) {
 
 impl Scheduler for LiveTree {
     #[inline]
-    fn enqueue(&mut self, mut pkt: Packet, now: Nanos) -> Result<(), Drop> {
+    fn enqueue(&mut self, mut pkt: Packet, now: Nanos) -> Result<(), Dropped> {
         pkt.class = self.leaf_of(pkt.class);
         self.tree.enqueue(pkt, now)
     }
@@ -218,11 +220,12 @@ impl Scheduler for LiveTree {
 mod tests {
     use super::*;
     use eiffel_sched::tree::{Discipline, NodeSpec, RateLimit};
+    use eiffel_sched::Rate;
 
-    fn spec(leaves: &[(&str, Option<u64>)], capacity: u32) -> TreeSpec {
+    fn spec(leaves: &[(&str, Option<Rate>)], capacity: u32) -> TreeSpec {
         let mut s = TreeSpec::new(capacity);
         let mut root = NodeSpec::new("root", None);
-        root.discipline = Discipline::Wfq;
+        root.discipline = Discipline::WFQ;
         let r = s.add(root);
         for (name, limit) in leaves {
             let mut n = NodeSpec::new(*name, Some(r));
@@ -250,7 +253,8 @@ mod tests {
     #[test]
     fn drain_empties_a_shaped_tree_in_order() {
         // 10 packets behind a 12 kbit/s limit: one per second of tree time.
-        let mut tree = PolicyTree::new(spec(&[("slow", Some(12_000))], 64)).unwrap();
+        let mut tree =
+            PolicyTree::new(spec(&[("slow", Some(Rate::from_bps(12_000)))], 64)).unwrap();
         let leaf = tree.leaf("slow").unwrap();
         for seq in 0..10 {
             tree.enqueue(Packet::new(0, 1500).class(leaf).buffer(seq), 0)

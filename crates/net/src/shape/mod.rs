@@ -58,27 +58,28 @@
 mod egress;
 mod ingress;
 pub mod live;
+mod sample;
 pub mod stats;
 mod waker;
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use eiffel_pspat::{mailbox, Config, Dispatch, Pspat, ShutdownMode};
+use eiffel_classify::{Classifier, ClassifyError, ClassifySpec};
+use eiffel_pspat::{mailbox, Client, Config, Dispatch, Pspat, ShutdownMode};
 use eiffel_sched::tree::TreeSpec;
-use eiffel_sched::{ConfigError, DropReason, Packet, PolicyTree, Scheduler};
+use eiffel_sched::{ConfigError, DropReason, Packet, Scheduler};
 
 use crate::afpacket::{NetError, RxConfig, RxRing, TxConfig, TxRing};
-use crate::classify::{Classifier, ClassifyError, ClassifySpec};
-use crate::frames::{frame_pool, PoolWatch};
+use crate::frames::{frame_pool, Drainer, Filler, PoolWatch};
 use egress::{EgressCounters, Reverse, ReverseCounters, TxSink};
 use ingress::{ClassifierSlot, Ingress, IngressCounters};
 use live::{LiveTree, Registry};
+use sample::{node_info, sample_tree, NodeInfo, Rates, TreeSample};
+use stats::ReloadStats;
 pub use stats::Snapshot;
-use stats::{put, Accounting, NodeStats, PoolStats, ReloadStats, SchedulerStats};
 use waker::Waker;
 
 /// The link rate used when the policy's root has no rate limit and none is given:
@@ -113,7 +114,7 @@ impl LinkRate {
             LinkRate::FromPolicy { default_bps } => spec
                 .root()
                 .and_then(|r| spec.nodes[r].limit)
-                .map_or(default_bps, |l| l.rate),
+                .map_or(default_bps, |l| l.rate.bps()),
         }
     }
 }
@@ -179,31 +180,27 @@ impl ShapeConfig {
     }
 }
 
-/// A policy to run: the tree and the classification rules, with a name for reports.
-#[derive(Clone, Debug)]
-pub struct PolicySource {
-    /// Where it came from (a file name).
-    pub name: String,
-    /// The tree.
-    pub tree: TreeSpec,
-    /// The classification rules; their leaves name leaves of the tree.
-    pub classify: ClassifySpec,
-}
-
 /// Why a bump could not start or a reload was refused.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ShapeError {
+    /// Input and output are one interface.
+    #[error("input and output are both `{name}`: a bump in the wire joins two interfaces")]
+    SameInterface {
+        /// The interface.
+        name: String,
+    },
     /// An interface could not be opened (missing, no permission, ...).
     #[error(transparent)]
     Net(#[from] NetError),
     /// The policy cannot run.
-    #[error("policy {name}: {message}")]
+    #[error("policy {name}: {source}")]
     Policy {
         /// The policy's name.
         name: String,
         /// What is wrong.
-        message: String,
+        #[source]
+        source: PolicyProblem,
     },
     /// A size or rate out of range.
     #[error(transparent)]
@@ -231,6 +228,18 @@ pub enum ShapeError {
     },
 }
 
+/// Why a policy cannot run in the bump (beyond what its compiler checked).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PolicyProblem {
+    /// The tree cannot be built, or the live leaf ids are exhausted.
+    #[error(transparent)]
+    Tree(#[from] ConfigError),
+    /// The classification cannot be built.
+    #[error(transparent)]
+    Classify(#[from] ClassifyError),
+}
+
 /// What a reload did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Reloaded {
@@ -242,77 +251,6 @@ pub struct Reloaded {
     pub dropped: u64,
     /// The link rate now in force.
     pub link_rate_bps: u64,
-}
-
-/// Per-node facts that change only with the policy.
-#[derive(Clone, Debug)]
-struct NodeInfo {
-    path: String,
-    name: String,
-    depth: usize,
-    leaf: bool,
-    discipline: String,
-    weight: u32,
-    priority: u32,
-    limit_bps: Option<u64>,
-}
-
-fn node_info(tree: &PolicyTree) -> Vec<NodeInfo> {
-    tree.nodes()
-        .map(|v| NodeInfo {
-            path: v.path.clone(),
-            name: v.spec.name.clone(),
-            depth: v.depth,
-            leaf: v.is_leaf,
-            discipline: v.discipline.clone().unwrap_or_else(|| "fifo".into()),
-            weight: v.spec.weight,
-            priority: v.spec.priority,
-            limit_bps: v.spec.limit.map(|l| l.rate),
-        })
-        .collect()
-}
-
-/// What the arbiter reports of one node.
-#[derive(Clone, Copy, Debug, Default)]
-struct NodeSample {
-    counters: eiffel_sched::Counters,
-    backlog: eiffel_sched::Backlog,
-    throttled: bool,
-}
-
-/// One reading of the tree, taken on the arbiter.
-#[derive(Clone, Debug, Default)]
-struct TreeSample {
-    nodes: Vec<NodeSample>,
-    backlog: eiffel_sched::Backlog,
-    drops: [u64; DropReason::COUNT],
-}
-
-fn sample_tree(tree: &PolicyTree) -> TreeSample {
-    TreeSample {
-        nodes: tree
-            .nodes()
-            .map(|v| NodeSample {
-                counters: v.counters,
-                backlog: v.backlog,
-                throttled: v.throttled,
-            })
-            .collect(),
-        backlog: tree.backlog(),
-        drops: tree.counters().dropped.packets,
-    }
-}
-
-/// Node rates over the last sampling interval.
-#[derive(Debug, Default)]
-struct Rates {
-    /// When and what was read last (bytes, packets per node).
-    last: Option<(Instant, Vec<(u64, u64)>)>,
-    /// Bits/s and packets/s per node.
-    rates: Vec<(f64, f64)>,
-    interval: Duration,
-    /// Arbiter decisions at the last reading (no change: nothing moved).
-    decisions: u64,
 }
 
 /// Everything the control side keeps about the current policy.
@@ -382,37 +320,209 @@ fn realtime(prio: Option<i32>) {
     }
 }
 
+/// A compiled policy for the bump: its name (for reports), its tree and its
+/// classification (an `eiffel_policy::Policy` gives all three, checked
+/// together).
+#[derive(Clone, Copy, Debug)]
+pub struct LivePolicy<'a> {
+    /// Where it came from (a file name).
+    pub name: &'a str,
+    /// The tree.
+    pub tree: &'a TreeSpec,
+    /// The classification; its leaves name leaves of the tree, and its flow table
+    /// is no larger than any per-flow leaf.
+    pub classify: &'a ClassifySpec,
+}
+
 /// Builds the tree and classifier of `policy` against `registry`.
 fn compile(
-    policy: &PolicySource,
+    policy: LivePolicy<'_>,
     registry: &mut Registry,
 ) -> Result<(LiveTree, Classifier), ShapeError> {
-    let fail = |message: String| ShapeError::Policy {
-        name: policy.name.clone(),
-        message,
+    let fail = |source: PolicyProblem| ShapeError::Policy {
+        name: policy.name.to_owned(),
+        source,
     };
-    // Live flow ids are flow-table slots, `0..max_flows`: a per-flow leaf must have
-    // a FIFO for each, or the flows beyond its range would all be dropped.
-    for n in &policy.tree.nodes {
-        if let Some(pf) = n.per_flow {
-            if pf.max_flows < policy.classify.max_flows {
-                return Err(fail(format!(
-                    "per-flow leaf `{}` holds {} flows but the flow table (`classify.max_flows`) holds {}: live flow ids go up to the table's size, so give the leaf `flows = {}` or lower `max_flows`",
-                    n.name, pf.max_flows, policy.classify.max_flows, policy.classify.max_flows
-                )));
-            }
-        }
-    }
+    let classify = policy.classify;
     let mut tree = policy.tree.clone();
     tree.mtu = tree.mtu.saturating_add(FRAME_OVERHEAD);
-    let live =
-        LiveTree::new(tree, &policy.classify.default, registry).map_err(|e| fail(e.to_string()))?;
-    let classifier = Classifier::from_spec(&policy.classify, |name| {
-        live.tree().leaf(name)?;
-        registry.id(name).ok()
-    })
-    .map_err(|e: ClassifyError| fail(e.to_string()))?;
+    let live = LiveTree::new(tree, &classify.default, registry).map_err(|e| fail(e.into()))?;
+    let classifier = classify
+        .classifier(|name| {
+            live.tree().leaf(name)?;
+            registry.id(name).ok()
+        })
+        .map_err(|e| fail(e.into()))?;
     Ok((live, classifier))
+}
+
+/// The configuration checks that need no interface.
+fn check(cfg: &ShapeConfig) -> Result<(), ShapeError> {
+    if cfg.input == cfg.output {
+        return Err(ShapeError::SameInterface {
+            name: cfg.input.clone(),
+        });
+    }
+    if cfg.batch == 0 {
+        let range = "1..";
+        let e = ConfigError::OutOfRange {
+            what: "batch",
+            value: 0,
+            range,
+        };
+        return Err(e.into());
+    }
+    Ok(())
+}
+
+/// The PSPAT client mailbox's capacity for a tree of `capacity` packets, and the
+/// frame pool's slots: the mailbox, the TX mailbox and one batch of each thread.
+fn sizes(capacity: u32, batch: usize) -> (usize, u32) {
+    let wanted = (capacity as usize).saturating_add(batch).min(MAX_MAILBOX);
+    let line = mailbox::slots_per_line::<Packet>();
+    let mailbox_slots = ((wanted + line).next_power_of_two().max(2 * line) - line)
+        .min(MAX_MAILBOX)
+        .max(wanted);
+    let pool_slots = mailbox_slots + TX_MAILBOX + DISPATCH_BATCH + 2 * batch;
+    (wanted, u32::try_from(pool_slots).unwrap_or(u32::MAX))
+}
+
+/// The runtime's drop hook, which frees the slots of the packets the scheduler
+/// drops, and the count of descriptors it could not free.
+fn drop_hook(mut drainer: Drainer) -> (eiffel_pspat::runtime::DropHook, Arc<AtomicU64>) {
+    let bad = Arc::new(AtomicU64::new(0));
+    let count = Arc::clone(&bad);
+    let hook = Box::new(move |pkt: Packet, _reason: DropReason| {
+        if drainer.free(pkt.buffer).is_err() {
+            count.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    (hook, bad)
+}
+
+/// Whether the data path may run at real-time `priority`, probed on a thread of
+/// its own: the threads that follow then cannot fail to get it.
+fn probe_realtime(priority: i32) -> Result<(), ShapeError> {
+    std::thread::spawn(move || eiffel_pspat::affinity::set_current_thread_realtime(priority))
+        .join()
+        .unwrap_or_else(|_| Err(std::io::Error::other("the probe thread panicked")))
+        .map_err(|source| ShapeError::Realtime { priority, source })
+}
+
+/// The PSPAT runtime's configuration.
+fn runtime_config(cfg: &ShapeConfig, link_rate_bps: u64, mailbox: usize) -> Config {
+    Config {
+        link_rate_bps,
+        idle_spin: cfg.idle_spin,
+        mailbox_capacity: mailbox,
+        max_clients: 1,
+        tx_capacity: TX_MAILBOX,
+        arbiter_cpu: cfg.arbiter_cpu,
+        arbiter_realtime: cfg.realtime,
+        dispatcher_realtime: cfg.realtime,
+        ..Config::default()
+    }
+}
+
+/// Starts thread `name` running `body` at real-time priority `prio`, if any.
+fn spawn<T: Send + 'static>(
+    name: &'static str,
+    what: &'static str,
+    prio: Option<i32>,
+    body: impl FnOnce() -> T + Send + 'static,
+) -> Result<JoinHandle<T>, ShapeError> {
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || {
+            realtime(prio);
+            body()
+        })
+        .map_err(|source| ShapeError::Io { what, source })
+}
+
+/// A waker and the stream it wakes.
+fn waker_pair() -> Result<(Waker, std::os::unix::net::UnixStream), ShapeError> {
+    Waker::pair().map_err(|source| ShapeError::Io {
+        what: "creating a waker",
+        source,
+    })
+}
+
+/// The receive thread and what the control side keeps of it.
+struct IngressThread {
+    handle: JoinHandle<ingress::IngressEnd>,
+    stop: Arc<AtomicBool>,
+    waker: Waker,
+    counters: Arc<IngressCounters>,
+    next_classifier: Arc<ClassifierSlot>,
+}
+
+impl IngressThread {
+    fn start(
+        cfg: &ShapeConfig,
+        rx: RxRing,
+        classifier: Classifier,
+        filler: Filler,
+        client: Client,
+    ) -> Result<IngressThread, ShapeError> {
+        let counters = Arc::new(IngressCounters::default());
+        let next_classifier = Arc::new(ClassifierSlot::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let (waker, wake_rx) = waker_pair()?;
+        let ingress = Ingress {
+            rx,
+            classifier,
+            filler,
+            client,
+            counters: Arc::clone(&counters),
+            next_classifier: Arc::clone(&next_classifier),
+            stop: Arc::clone(&stop),
+            waker: wake_rx,
+            batch: cfg.batch,
+        };
+        let what = "starting the receive thread";
+        let handle = spawn("eiffel-rx", what, cfg.realtime, move || ingress.run())?;
+        Ok(IngressThread {
+            handle,
+            stop,
+            waker,
+            counters,
+            next_classifier,
+        })
+    }
+}
+
+/// The reverse thread and what the control side keeps of it.
+struct ReverseThread {
+    handle: JoinHandle<()>,
+    stop: Arc<AtomicBool>,
+    waker: Waker,
+    counters: Arc<ReverseCounters>,
+}
+
+impl ReverseThread {
+    fn start(cfg: &ShapeConfig, rx: RxRing, tx: TxRing) -> Result<ReverseThread, ShapeError> {
+        let counters = Arc::new(ReverseCounters::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let (waker, wake_rx) = waker_pair()?;
+        let reverse = Reverse {
+            rx,
+            tx,
+            counters: Arc::clone(&counters),
+            stop: Arc::clone(&stop),
+            waker: wake_rx,
+            batch: cfg.batch,
+            wait: cfg.tx_wait,
+        };
+        let what = "starting the reverse thread";
+        let handle = spawn("eiffel-reverse", what, cfg.realtime, move || reverse.run())?;
+        Ok(ReverseThread {
+            handle,
+            stop,
+            waker,
+            counters,
+        })
+    }
 }
 
 impl Bump {
@@ -422,22 +532,8 @@ impl Bump {
     /// A missing interface or missing `CAP_NET_RAW` ([`ShapeError::Net`], whose
     /// message says what to do), a policy the tree or classifier refuses, sizes out
     /// of range, or a thread that cannot start.
-    pub fn start(cfg: &ShapeConfig, policy: PolicySource) -> Result<Bump, ShapeError> {
-        if cfg.input == cfg.output {
-            return Err(ConfigError::Invalid(format!(
-                "input and output are both `{}`: a bump in the wire joins two interfaces",
-                cfg.input
-            ))
-            .into());
-        }
-        if cfg.batch == 0 {
-            return Err(ConfigError::OutOfRange {
-                what: "batch",
-                value: 0,
-                range: "1..",
-            }
-            .into());
-        }
+    pub fn start(cfg: &ShapeConfig, policy: LivePolicy<'_>) -> Result<Bump, ShapeError> {
+        check(cfg)?;
         // Interfaces first: the errors an operator most likely meets.
         let in_rx = RxRing::open(&cfg.input, &cfg.rx)?;
         let out_tx = TxRing::open(&cfg.output, &cfg.tx)?;
@@ -445,109 +541,28 @@ impl Bump {
         let in_tx = TxRing::open(&cfg.input, &cfg.tx)?;
 
         let mut registry = Registry::default();
-        let (live, classifier) = compile(&policy, &mut registry)?;
+        let (live, classifier) = compile(policy, &mut registry)?;
         let nodes = node_info(live.tree());
-        let link_rate_bps = cfg.link_rate.for_policy(&policy.tree);
-
-        let wanted = (policy.tree.capacity as usize)
-            .saturating_add(cfg.batch)
-            .min(MAX_MAILBOX);
-        let line = mailbox::slots_per_line::<Packet>();
-        let mailbox_slots = ((wanted + line).next_power_of_two().max(2 * line) - line)
-            .min(MAX_MAILBOX)
-            .max(wanted);
-        let pool_slots = mailbox_slots + TX_MAILBOX + DISPATCH_BATCH + 2 * cfg.batch;
-        let (filler, mut drainers) = frame_pool(
-            u32::try_from(pool_slots).unwrap_or(u32::MAX),
-            cfg.slot_size,
-            2,
-        )?;
+        let link_rate_bps = cfg.link_rate.for_policy(policy.tree);
+        let (mailbox, pool_slots) = sizes(policy.tree.capacity, cfg.batch);
+        let (filler, mut drainers) = frame_pool(pool_slots, cfg.slot_size, 2)?;
         let pool = filler.watch();
-        let mut hook_drainer = drainers.pop().expect("two drainers");
-        let tx_drainer = drainers.pop().expect("two drainers");
-        let hook_bad = Arc::new(AtomicU64::new(0));
-        let bad = Arc::clone(&hook_bad);
-        let on_drop: eiffel_pspat::runtime::DropHook =
-            Box::new(move |pkt: Packet, _reason: DropReason| {
-                if hook_drainer.free(pkt.buffer).is_err() {
-                    bad.fetch_add(1, Ordering::Relaxed);
-                }
-            });
-        let sink = TxSink::new(out_tx, tx_drainer, cfg.tx_wait);
+        let (on_drop, hook_bad) = drop_hook(drainers.pop().expect("two drainers"));
+        let sink = TxSink::new(out_tx, drainers.pop().expect("two drainers"), cfg.tx_wait);
         let egress_counters = Arc::clone(&sink.counters);
-        let prio = cfg.realtime;
-        if let Some(priority) = prio {
-            // Probe on a thread of its own: the threads that follow then cannot fail.
-            std::thread::spawn(move || {
-                eiffel_pspat::affinity::set_current_thread_realtime(priority)
-            })
-            .join()
-            .unwrap_or_else(|_| Err(std::io::Error::other("the probe thread panicked")))
-            .map_err(|source| ShapeError::Realtime { priority, source })?;
+        if let Some(priority) = cfg.realtime {
+            probe_realtime(priority)?;
         }
-        let rt_cfg = Config {
-            link_rate_bps,
-            idle_spin: cfg.idle_spin,
-            mailbox_capacity: wanted,
-            max_clients: 1,
-            tx_capacity: TX_MAILBOX,
-            arbiter_cpu: cfg.arbiter_cpu,
-            arbiter_realtime: cfg.realtime,
-            dispatcher_realtime: cfg.realtime,
-            ..Config::default()
-        };
         let dispatch = if cfg.inline_dispatch {
             Dispatch::Inline(sink)
         } else {
             Dispatch::Threads(vec![sink])
         };
+        let rt_cfg = runtime_config(cfg, link_rate_bps, mailbox);
         let rt = Pspat::start_with_drop_hook(rt_cfg, live, dispatch, Some(on_drop))?;
         let client = rt.client()?;
-
-        let io = |what| move |source| ShapeError::Io { what, source };
-        let ingress_counters = Arc::new(IngressCounters::default());
-        let next_classifier = Arc::new(ClassifierSlot::default());
-        let ingress_stop = Arc::new(AtomicBool::new(false));
-        let (ingress_waker, ingress_wake_rx) = Waker::pair().map_err(io("creating a waker"))?;
-        let ingress = Ingress {
-            rx: in_rx,
-            classifier,
-            filler,
-            client,
-            counters: Arc::clone(&ingress_counters),
-            next_classifier: Arc::clone(&next_classifier),
-            stop: Arc::clone(&ingress_stop),
-            waker: ingress_wake_rx,
-            batch: cfg.batch,
-        };
-        let ingress = std::thread::Builder::new()
-            .name("eiffel-rx".into())
-            .spawn(move || {
-                realtime(prio);
-                ingress.run()
-            })
-            .map_err(io("starting the receive thread"))?;
-
-        let reverse_counters = Arc::new(ReverseCounters::default());
-        let reverse_stop = Arc::new(AtomicBool::new(false));
-        let (reverse_waker, reverse_wake_rx) = Waker::pair().map_err(io("creating a waker"))?;
-        let reverse = Reverse {
-            rx: out_rx,
-            tx: in_tx,
-            counters: Arc::clone(&reverse_counters),
-            stop: Arc::clone(&reverse_stop),
-            waker: reverse_wake_rx,
-            batch: cfg.batch,
-            wait: cfg.tx_wait,
-        };
-        let reverse = std::thread::Builder::new()
-            .name("eiffel-reverse".into())
-            .spawn(move || {
-                realtime(prio);
-                reverse.run()
-            })
-            .map_err(io("starting the reverse thread"))?;
-
+        let ingress = IngressThread::start(cfg, in_rx, classifier, filler, client)?;
+        let reverse = ReverseThread::start(cfg, out_rx, in_tx)?;
         let side = Side {
             input: cfg.input.clone(),
             output: cfg.output.clone(),
@@ -555,22 +570,22 @@ impl Bump {
             link_rate_bps: AtomicU64::new(link_rate_bps),
             started: Instant::now(),
             policy: Mutex::new(PolicyState {
-                name: policy.name,
+                name: policy.name.to_owned(),
                 nodes,
                 registry,
                 retired_drops: [0; DropReason::COUNT],
                 reloads: ReloadStats::default(),
             }),
             rates: Mutex::new(Rates::default()),
-            ingress: Some(ingress),
-            ingress_stop,
-            ingress_waker,
-            ingress_counters,
-            next_classifier,
-            reverse: Some(reverse),
-            reverse_stop,
-            reverse_waker,
-            reverse_counters,
+            ingress: Some(ingress.handle),
+            ingress_stop: ingress.stop,
+            ingress_waker: ingress.waker,
+            ingress_counters: ingress.counters,
+            next_classifier: ingress.next_classifier,
+            reverse: Some(reverse.handle),
+            reverse_stop: reverse.stop,
+            reverse_waker: reverse.waker,
+            reverse_counters: reverse.counters,
             egress_counters,
             pool,
             hook_bad,
@@ -592,48 +607,13 @@ impl Bump {
     /// disturbed.
     pub fn sample_rates(&self) {
         let decisions = self.rt.stats().decisions;
-        let mut r = lock(&self.side.rates);
         let now = Instant::now();
-        if r.last.is_some() && decisions == r.decisions {
-            let r = &mut *r;
-            if let Some((at, _)) = &mut r.last {
-                r.interval = now - *at;
-                *at = now;
-            }
-            r.rates.iter_mut().for_each(|x| *x = (0.0, 0.0));
+        if lock(&self.side.rates).idle(now, decisions) {
             return;
         }
-        drop(r);
-        let Ok(sample) = self.sample() else {
-            return;
-        };
-        let mut r = lock(&self.side.rates);
-        let counts: Vec<(u64, u64)> = sample
-            .nodes
-            .iter()
-            .map(|n| (n.counters.dequeued_bytes, n.counters.dequeued))
-            .collect();
-        let r = &mut *r;
-        let fresh = match &r.last {
-            Some((at, prev)) if prev.len() == counts.len() => {
-                let secs = (now - *at).as_secs_f64().max(1e-9);
-                r.interval = now - *at;
-                counts
-                    .iter()
-                    .zip(prev)
-                    .map(|(c, p)| {
-                        (
-                            c.0.saturating_sub(p.0) as f64 * 8.0 / secs,
-                            c.1.saturating_sub(p.1) as f64 / secs,
-                        )
-                    })
-                    .collect()
-            }
-            _ => vec![(0.0, 0.0); counts.len()],
-        };
-        r.rates = fresh;
-        r.last = Some((now, counts));
-        r.decisions = decisions;
+        if let Ok(sample) = self.sample() {
+            lock(&self.side.rates).update(now, decisions, &sample);
+        }
     }
 
     /// A snapshot of every counter. Reads the tree on the arbiter (a short pause
@@ -647,125 +627,6 @@ impl Bump {
     }
 }
 
-impl Side {
-    fn assemble(
-        &self,
-        sample: &TreeSample,
-        live: eiffel_pspat::LiveStats,
-        last: Option<&eiffel_pspat::Report<LiveTree, TxSink>>,
-    ) -> Snapshot {
-        let policy = lock(&self.policy);
-        let rates = lock(&self.rates);
-        let nodes = policy
-            .nodes
-            .iter()
-            .zip(&sample.nodes)
-            .enumerate()
-            .map(|(i, (info, s))| {
-                let mut drops = BTreeMap::new();
-                for r in DropReason::ALL {
-                    put(&mut drops, r.name(), s.counters.dropped.get(r));
-                }
-                let (rate_bps, rate_pps) = rates.rates.get(i).copied().unwrap_or((0.0, 0.0));
-                NodeStats {
-                    path: info.path.clone(),
-                    name: info.name.clone(),
-                    depth: info.depth,
-                    leaf: info.leaf,
-                    discipline: info.discipline.clone(),
-                    weight: info.weight,
-                    priority: info.priority,
-                    limit_bps: info.limit_bps,
-                    packets: s.counters.dequeued,
-                    bytes: s.counters.dequeued_bytes,
-                    enqueued: s.counters.enqueued,
-                    drops,
-                    backlog_packets: s.backlog.packets,
-                    backlog_bytes: s.backlog.bytes,
-                    throttled: s.throttled,
-                    rate_bps,
-                    rate_pps,
-                }
-            })
-            .collect();
-        let mut sched_drops = BTreeMap::new();
-        match last {
-            Some(report) => {
-                let totals = report.totals();
-                for r in DropReason::ALL {
-                    put(&mut sched_drops, r.name(), totals.dropped.get(r));
-                }
-            }
-            None => {
-                for r in DropReason::ALL {
-                    put(
-                        &mut sched_drops,
-                        r.name(),
-                        policy.retired_drops[r.index()] + sample.drops[r.index()],
-                    );
-                }
-            }
-        }
-        let (received, released, dropped) = match last {
-            Some(report) => {
-                let t = report.totals();
-                (t.received, t.delivered, t.dropped.total())
-            }
-            None => (live.received, live.decisions, live.dropped),
-        };
-        let scheduler = SchedulerStats {
-            received,
-            released,
-            dropped,
-            drops: sched_drops,
-            backlog_packets: sample.backlog.packets,
-            backlog_bytes: sample.backlog.bytes,
-            rounds: live.rounds,
-            sleeps: live.sleeps,
-            timer_wakeups: live.timer_wakeups,
-            notified_wakeups: live.notified_wakeups,
-            link_idle_ns: live.link_idle_ns,
-        };
-        let ingress = self.ingress_counters.ingress();
-        let egress = self.egress_counters.stats();
-        let pool = self.pool.stats();
-        let ingress_dropped: u64 = ingress.drops.values().sum();
-        let egress_dropped: u64 = egress.drops.values().sum();
-        let dropped_all = ingress_dropped + scheduler.dropped + egress_dropped;
-        let accounting = Accounting {
-            received: ingress.received,
-            transmitted: egress.sent,
-            dropped: dropped_all,
-            queued: ingress
-                .received
-                .saturating_sub(egress.sent)
-                .saturating_sub(dropped_all),
-        };
-        Snapshot {
-            version: stats::SNAPSHOT_VERSION,
-            policy: policy.name.clone(),
-            input: self.input.clone(),
-            output: self.output.clone(),
-            uptime_ns: u64::try_from(self.started.elapsed().as_nanos()).unwrap_or(u64::MAX),
-            link_rate_bps: self.link_rate_bps.load(Ordering::Relaxed),
-            rate_interval_ns: u64::try_from(rates.interval.as_nanos()).unwrap_or(u64::MAX),
-            nodes,
-            ingress,
-            scheduler,
-            egress,
-            reverse: self.reverse_counters.stats(),
-            classifier: self.ingress_counters.classifier(),
-            pool: PoolStats {
-                slots: pool.slots,
-                slot_size: pool.slot_size,
-                in_use: pool.in_use,
-            },
-            reloads: policy.reloads.clone(),
-            accounting,
-        }
-    }
-}
-
 impl Bump {
     /// Replaces the policy while traffic flows: builds the new tree and classifier,
     /// moves every queued packet into the new tree (same leaf name, else the new
@@ -775,11 +636,11 @@ impl Bump {
     ///
     /// # Errors
     /// The new policy cannot run (nothing changes), or the runtime is stopping.
-    pub fn reload(&self, policy: PolicySource) -> Result<Reloaded, ShapeError> {
+    pub fn reload(&self, policy: LivePolicy<'_>) -> Result<Reloaded, ShapeError> {
         let side = &self.side;
         let mut state = lock(&side.policy);
         let mut registry = state.registry.clone();
-        let (live, classifier) = match compile(&policy, &mut registry) {
+        let (live, classifier) = match compile(policy, &mut registry) {
             Ok(c) => c,
             Err(e) => {
                 state.reloads.refused += 1;
@@ -790,7 +651,7 @@ impl Bump {
         let nodes = node_info(live.tree());
         let link = match side.link_rate {
             LinkRate::Fixed(_) => None,
-            rate @ LinkRate::FromPolicy { .. } => Some(rate.for_policy(&policy.tree)),
+            rate @ LinkRate::FromPolicy { .. } => Some(rate.for_policy(policy.tree)),
         };
         let (moved, retired, link_rate_bps) = self.rt.with_scheduler(move |ctl| {
             let retired = ctl.scheduler().counters().dropped.packets;
@@ -806,7 +667,7 @@ impl Bump {
         side.link_rate_bps.store(link_rate_bps, Ordering::Relaxed);
         state.registry = registry;
         state.nodes = nodes;
-        state.name = policy.name;
+        state.name = policy.name.to_owned();
         for (a, b) in state.retired_drops.iter_mut().zip(retired) {
             *a += b;
         }
@@ -845,7 +706,7 @@ impl Bump {
         let deadline = Instant::now() + drain;
         loop {
             let s = rt.stats();
-            let held = s.received.saturating_sub(s.decisions + s.dropped);
+            let held = s.received.saturating_sub(s.released + s.dropped);
             let unread = side
                 .ingress_counters
                 .ingress()
@@ -911,50 +772,5 @@ impl Drop for Side {
         }
         let _ = self.stop_ingress();
         self.stop_reverse();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use eiffel_sched::tree::{Discipline, NodeSpec, PerFlow, TreeSpec};
-
-    fn source(leaf_flows: u32, table: u32) -> PolicySource {
-        let mut tree = TreeSpec::new(64);
-        let mut root = NodeSpec::new("root", None);
-        root.discipline = Discipline::Wfq;
-        let r = tree.add(root);
-        let mut flows = NodeSpec::new("flows", Some(r));
-        flows.discipline = Discipline::Wfq;
-        flows.per_flow = Some(PerFlow {
-            max_flows: leaf_flows,
-            flow_limit: None,
-            flow_queue_limit: None,
-        });
-        tree.add(flows);
-        let classify: ClassifySpec =
-            toml::from_str(&format!("default = \"flows\"\nmax_flows = {table}\n")).unwrap();
-        PolicySource {
-            name: "p.toml".into(),
-            tree,
-            classify,
-        }
-    }
-
-    #[test]
-    fn per_flow_leaves_cover_the_flow_table() {
-        let mut reg = Registry::default();
-        assert!(compile(&source(1024, 1024), &mut reg).is_ok());
-        let Err(err) = compile(&source(1024, 65536), &mut Registry::default()) else {
-            panic!("a leaf smaller than the flow table is accepted");
-        };
-        let err = err.to_string();
-        assert!(
-            err.contains("p.toml")
-                && err.contains("`flows`")
-                && err.contains("flows = 65536")
-                && err.contains("max_flows"),
-            "{err}"
-        );
     }
 }

@@ -16,7 +16,6 @@
 pub(crate) mod frames;
 pub(crate) mod ring;
 
-use std::ffi::CStr;
 use std::io;
 use std::mem::size_of;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
@@ -233,24 +232,6 @@ pub(crate) fn ppoll(fds: &mut [PollFd], timeout: Option<Duration>) -> io::Result
         return Err(err);
     }
     Ok(r as usize)
-}
-
-/// Moves the calling thread into the network namespace bound at `path` (for example
-/// `/run/netns/NAME`). Sockets opened afterwards by this thread live in it; other
-/// threads are not affected.
-pub(crate) fn enter_netns(path: &CStr) -> io::Result<()> {
-    // SAFETY: `path` is a valid NUL-terminated string for the duration of the call.
-    let fd = cvt(unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) })?;
-    // SAFETY: `fd` was just opened and is owned by nothing else.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    // SAFETY: setns(2) takes a descriptor and a flag; `fd` stays open across the call.
-    cvt(unsafe { libc::setns(fd.as_raw_fd(), libc::CLONE_NEWNET) }).map(drop)
-}
-
-/// The effective user id of the process.
-pub(crate) fn effective_uid() -> u32 {
-    // SAFETY: geteuid(2) takes no arguments and cannot fail.
-    unsafe { libc::geteuid() }
 }
 
 /// The system page size.

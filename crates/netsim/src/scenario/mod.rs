@@ -67,7 +67,7 @@ use crate::workload::Traffic;
 pub use report::{Axis, Metric, Panel, ReportSpec};
 
 /// A scenario that cannot be used.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum ScenarioError {
     /// A mistake in the scenario file or a file it names, with file, line and key.
     #[error(transparent)]
@@ -200,7 +200,7 @@ impl Scenario {
         let name = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| PolicyError::Io {
             file: name.clone(),
-            message: e.to_string(),
+            source: std::sync::Arc::new(e),
         })?;
         let dir = path.parent().unwrap_or(Path::new("."));
         Scenario::parse(&text, &name, dir)

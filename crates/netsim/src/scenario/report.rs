@@ -189,8 +189,10 @@ fn size_classes(
 ) -> Result<(Vec<u64>, Vec<String>), PolicyError> {
     let mut edges = Vec::new();
     for s in sc.get_ref() {
-        let b = units::parse::<SizeUnit>(s)
-            .map_err(|e| ctx.index.error(sc.span().start, "report.size_classes", e))?;
+        let b = units::parse::<SizeUnit>(s).map_err(|e| {
+            ctx.index
+                .error(sc.span().start, "report.size_classes", e.to_string())
+        })?;
         edges.push(b.get());
     }
     if edges.is_empty() || edges.windows(2).any(|w| w[0] >= w[1]) {

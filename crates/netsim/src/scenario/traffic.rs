@@ -93,7 +93,11 @@ fn host(
 }
 
 fn sizes(ctx: &Ctx<'_>, v: &Spanned<toml::Value>, key: &str) -> Result<Sizes, PolicyError> {
-    let one = |s: &str| units::parse::<SizeUnit>(s).map(|q| q.get());
+    let one = |s: &str| {
+        units::parse::<SizeUnit>(s)
+            .map(|q| q.get())
+            .map_err(|e| e.to_string())
+    };
     match v.get_ref() {
         toml::Value::String(s) => match s.as_str() {
             "web-search" => Ok(Sizes::Cdf(Arc::new(Cdf::web_search()))),
@@ -300,7 +304,7 @@ fn size_of(
             if long_ok {
                 format!("{e}; or \"inf\" for a long-lived flow")
             } else {
-                e
+                e.to_string()
             },
         ),
     }

@@ -1,212 +1,24 @@
-//! The calendar-queue disciplines (Sharma et al., *Programmable Calendar Queues
-//! for High-speed Packet Scheduling*, NSDI'20, sections 3.3, 4.4 and 4.5) as node
-//! disciplines of the policy tree: `cq-wfq` (Fig. 2), `cq-wfq-burst` (section
-//! 4.4), `cq-edf` (Fig. 3), `cq-policer` (the leaky bucket filter of Fig. 4) and
-//! `cq-pfabric-fair` (section 4.5). Their parameters are
-//! [`CalendarParams`](super::CalendarParams).
-//!
-//! ```
-//! use eiffel_sched::tree::{CalendarParams, Discipline, NodeSpec, PerFlow, TreeSpec};
-//! use eiffel_sched::{Packet, PolicyTree, Scheduler};
-//!
-//! // A per-flow leaf fair-queued on a calendar of 1000-byte rounds.
-//! let mut spec = TreeSpec::new(1024);
-//! let mut leaf = NodeSpec::new("flows", None);
-//! leaf.discipline = Discipline::CqWfq;
-//! leaf.calendar = CalendarParams { quantum: Some(1000), ..CalendarParams::default() };
-//! leaf.per_flow = Some(PerFlow { max_flows: 2, flow_limit: None, flow_queue_limit: None });
-//! spec.add(leaf);
-//! let mut tree = PolicyTree::new(spec).unwrap();
-//! let class = tree.leaf("flows").unwrap();
-//! for _ in 0..3 {
-//!     tree.enqueue(Packet::new(0, 1000).class(class), 0).unwrap();
-//! }
-//! tree.enqueue(Packet::new(1, 1000).class(class), 0).unwrap();
-//! // Flow 0's packets fill rounds 0, 1 and 2; flow 1's packet is in round 0.
-//! let order: Vec<u32> = (0..4).map(|_| tree.dequeue(0).unwrap().flow).collect();
-//! assert_eq!(order, [0, 1, 0, 0]);
-//! ```
-//!
-//! ## From packets to units
-//! The paper files every packet in a day of the calendar when it arrives. A tree
-//! node files *units* (its children, or the flows of a per-flow leaf), one
-//! calendar entry per backlogged unit, under the day of the packet the unit sends
-//! next; after each service the unit is filed again, at the tail of its next
-//! packet's day (so units of one day take turns packet by packet, as packets
-//! arriving interleaved would). A flow is a FIFO and its packets' days never
-//! decrease, so a flow is never reordered, and for the first three disciplines
-//! the day of a flow's head equals the day the paper would have given it on
-//! arrival:
-//!
-//! - WFQ: the paper's catch-up `bytes = max(bytes, round * BpR)` only acts on a
-//!   flow with nothing queued: a queued packet's day is at least the current
-//!   round, so its flow's byte count is at least `round * BpR` (with the burst
-//!   allowance too: its rounds never run ahead of the plain ones).
-//! - EDF: a packet's day is a function of its deadline alone between two resets
-//!   of the skew, which only happen when nothing is queued (below).
-//! - pFabric-fair files a packet relative to the round *at its arrival*, so each
-//!   flow keeps the days of its queued packets in a FIFO of tags (one preallocated
-//!   pool for the whole leaf, as many tags as the tree holds packets).
-//!
-//! Rotation happens where the paper's happens: when the link asks for a packet
-//! and the head day is empty, the calendar rotates to its first non-empty day
-//! ([`Calendar::rotate_to_next`]) before serving. Arrivals in between see the
-//! day just served as the current one, and an empty calendar does not rotate (the
-//! paper's Appendix A). A parent ranking this node while a packet arrives peeks
-//! at the calendar without rotating it.
-//!
-//! ## cq-wfq and its unfairness bound (Fig. 2)
-//! Unit `i` of weight `w_i` counts `B_i`, the bytes it has been charged; its next
-//! packet of `L` bytes goes in round `floor((B_i + L - 1) / (Q w_i))`, the round
-//! holding its last byte (`Q` the quantum, the paper's BpR), and `B_i` grows by
-//! the bytes it sends. A unit that becomes backlogged first catches up:
-//! `B_i = max(B_i, r Q w_i)` with `r` the current round. The calendar is logical:
-//! rounds are its days, served in order.
-//!
-//! *Bound.* Let `i` and `j` both have packets queued throughout `[t1, t2]`, and
-//! `r1`, `r2` be the head days (rounds) at `t1` and `t2`. The head only moves when
-//! the link asks for a packet, to the first non-empty day, so every packet is
-//! selected in the round it was filed in and the packet in transmission at `t1`
-//! belongs to round `r1`: the packets sent (even partly) in the interval have
-//! rounds in `r1 ..= r2`. While `i` is queued its charged bytes grow without gaps
-//! and the head never passes its head's round, so every packet of `i` with a
-//! round in `r1 + 1 .. r2 - 1` is sent inside the interval. Each round holds `Q
-//! w_i` bytes of `i`, the first and last packets straddling the boundaries, so
-//! with `W_i` the bytes of `i` sent in the interval:
-//!
-//! ```text
-//! (r2 - r1 - 1) Q - L_i / w_i  <=  W_i / w_i  <=  (r2 - r1 + 1) Q + L_i / w_i
-//! ```
-//!
-//! and for two units the normalized services differ by at most
-//! [`fairness_bound`]:
-//!
-//! ```text
-//! | W_i / w_i - W_j / w_j |  <=  2 Q + L_i / w_i + L_j / w_j
-//! ```
-//!
-//! against `L_i / w_i + L_j / w_j` for exact start-time fair queueing: the calendar
-//! costs two rounds of `Q`. The same count against the link's service `W` (every
-//! unit's bytes in the interval lie in the rounds `r1 ..= r2`, a catch-up only
-//! skipping bytes forward) bounds unit `k`'s B-WFI, the most it falls behind its
-//! share `phi_k = w_k / sum(w)` over an interval during which it has packets
-//! queued ([`b_wfi_bound`]):
-//!
-//! ```text
-//! phi_k W - W_k  <=  2 Q w_k + L_k + phi_k sum_j L_j
-//! ```
-//!
-//! `L` is the largest packet of a unit; the sum runs over all units. Both bounds
-//! grow linearly with `Q`: a small quantum approaches exact fair queueing, a
-//! large one serves each unit in bursts of `Q w` bytes. The tests of
-//! `crates/sched/tests/cq.rs` measure both against exact WF²Q+ on one trace for
-//! quanta from 300 to 24000 bytes. The bound needs every round within the
-//! calendar's reach, which [`TreeSpec::validate`](super::TreeSpec::validate)
-//! checks (`ceil(mtu / (Q w_min)) + 1` days).
-//!
-//! ## cq-wfq-burst (section 4.4)
-//! The catch-up also marks the unit's *base* `b0` (the round boundary it caught up
-//! to, initially 0). A packet whose last byte is `b` bytes after the base goes in
-//! round `b0 / (Q w) + floor(b / max(Q w, A w - b))` (`A` the burst allowance):
-//! half the allowance in the first round, then a sixth, a twelfth..., and once
-//! `b >= (A - Q) w` the plain rule, with which it joins continuously. Rounds never
-//! run ahead of the plain rule, so a unit's packets stay in order. A unit regains
-//! its allowance only by falling behind the round, that is by staying idle while
-//! the rounds catch up with the bytes it sent ahead. The unfairness bound grows by
-//! the allowance: a unit may send `A w` bytes in the rounds where the plain rule
-//! allows `Q w` per round.
-//!
-//! ## cq-edf (Fig. 3)
-//! A unit's head with deadline `D` (absolute; its slack at `now` is `D - now`) is
-//! filed `n = floor((slack - delta + (now - lastRot)) / dT)` days after the head,
-//! that is `floor((D - lastRot - delta) / dT)`; negative days go to the head day.
-//! On a rotation of `k` days at `now` (the calendar jumps over empty days at once,
-//! which counts as `k` of the paper's rotations), `delta += k dT - (now - lastRot)`
-//! and `lastRot = now`. When nothing is queued, `delta = 0` and `lastRot = now`:
-//! the head day starts at the present. (The paper resets `delta` only; without
-//! moving `lastRot` a packet arriving after an idle period would be filed the idle
-//! time too far ahead.) Between resets the head day `h` starts at `h dT + c` in
-//! calendar time for a constant `c`, so the filing is exact: deadlines are ordered
-//! by day, FIFO within a day, like EDF on deadlines rounded to `dT`; the skew only
-//! decides how far the head runs ahead of the clock. But a head that ran ahead
-//! (the link found the head day empty and jumped to the next non-empty one, a
-//! far deadline) files every packet due before it in the head day, behind that
-//! day's packets: the inversion Fig. 3 accepts. On a trace at 86% load it misses
-//! about 25 times as many deadlines as exact EDF, which is why this rotation
-//! (`rotation = "on-empty"`) is not the default.
-//!
-//! The default, `rotation = "clock"`, files units by deadline on a physical,
-//! work-conserving calendar: the head follows `now / dT` and an empty head day
-//! lets the earliest later day be served early without rotating, so no skew
-//! arises and a later packet with an earlier deadline still goes first. It misses
-//! as many deadlines as exact EDF on the same trace, and no more than exact EDF
-//! given one more day of slack.
-//!
-//! ## cq-policer (Fig. 4)
-//! Each unit has a rate `rate * w` and a virtual clock `vt`: the time its head may
-//! start, `vt` growing by the exact transmission time of every packet it sends at
-//! its rate (2^-16 ns fixed point, as the tree's GCRA). A unit becoming backlogged
-//! catches up to the start of the current day, `vt = max(vt, floor(now / dT) dT)`;
-//! its head is filed in day `floor(vt / dT)` of a non-work-conserving physical
-//! calendar, which releases nothing before that day begins. A packet is dropped
-//! ([`DropReason::Policer`](crate::DropReason::Policer)) when the unit's bytes
-//! ahead of the current day, `max(vt - day start, 0) * rate` plus its queued bytes
-//! plus the packet, would exceed `bucket * w`: the bucket bounds what waits. Over
-//! any window of `T` ns a unit sends at most `rate (T + 2 dT + 2 g) + L` bytes
-//! (`g` the tree's shaper precision: a held node is released up to `g` early, and
-//! the policer then releases the days begun by `now + g`), and in the long run
-//! exactly its rate while backlogged.
-//!
-//! A node whose units are all in future days has nothing to send: it leaves its
-//! parent's queue and waits in the tree's one shaper until its first day begins,
-//! as a rate-limited node does; a unit becoming backlogged in an earlier day
-//! brings that release forward.
-//!
-//! ## cq-pfabric-fair (section 4.5)
-//! A packet with `k` bytes remaining (its `remaining` annotation) arriving in round
-//! `r` gets the day `max(r + f(k), last)`, `f(k) = ceil(log2(ceil(k / Q)))` (0 for
-//! `k <= Q`) and `last` the day of its flow's previous packet (the paper's highest
-//! queue per flow); its flow is filed under the day of its head packet. Short
-//! flows go first, as in pFabric, but every rotation brings a long flow's packets
-//! one day closer, so they are delayed a bounded number of rounds instead of
-//! starved.
-//!
-//! ## Costs
-//! Every operation is O(1) on the calendar (a link or an unlink and a bitmap
-//! update; a re-filing is both), plus one find-first-set jump per rotation,
-//! whatever the number of days passed (`O(log64 N)` word scans), and for a
-//! hierarchical calendar at most one move per level of each element. Nothing is
-//! allocated after construction.
-//!
-//! ## Deviations from the paper
-//! - A packet goes in the round of its *last* byte, `(B + L - 1) / Q`; Fig. 2's
-//!   `(B + L) / Q` puts a packet that exactly fills a round into the next one.
-//! - Rotation jumps over empty days at once, counted as the days passed (the
-//!   calendar module's deviation); EDF's skew is updated for all of them.
-//! - The policer catches a unit up with the day only when it becomes backlogged,
-//!   not at every arrival: a unit whose queued packets are late (the link was too
-//!   busy to send them in their day) is not pushed further back, which only
-//!   matters when the policed rates exceed the link, a case Fig. 4 assumes away.
-//!   Its bucket is counted in bytes (what is queued plus what was sent ahead of
-//!   the day) rather than whole days.
-//! - EDF's reset also restarts the head day at the present (above), and by
-//!   default EDF's calendar follows the clock instead of Fig. 3's rotation on
-//!   empty (above, with the measurements).
+//! The calendar-queue disciplines as node disciplines of the policy tree: what
+//! [`CalendarPolicy`] documents (their semantics, bounds and departures from the
+//! paper), implemented over [`eiffel_queue::Calendar`].
 
 use eiffel_queue::{
     Calendar, CalendarConfig, CalendarStats, Handle, PriorityQueue, QueueConfig, QueueKind,
     QueueStats, Rotation,
 };
 
+use super::discipline::{CalendarPolicy, Discipline, EdfRotation, DEFAULT_PERIOD};
 use super::select::QueuePlan;
-use super::spec::{calendar_levels, Discipline, EdfRotation, NodeSpec, TreeSpec, DEFAULT_PERIOD};
+use super::spec::TreeSpec;
 use super::txn::Unit;
+use super::validate::calendar_levels;
 use crate::packet::{Nanos, Packet};
 use crate::scheduler::ConfigError;
+use crate::time::{Rate, Rounding};
 
 /// The fairness bound of `cq-wfq` between two units continuously backlogged over
 /// an interval: the largest difference of their services normalized by weight,
-/// `|W_i / w_i - W_j / w_j|`, in bytes (see the [module docs](self)). `quantum`
+/// `|W_i / w_i - W_j / w_j|`, in bytes (see [`CalendarPolicy`]). `quantum`
 /// is the bytes per round at weight 1, `max_i` and `max_j` the largest packets of
 /// the two units.
 #[must_use]
@@ -218,8 +30,8 @@ pub fn fairness_bound(quantum: u32, (max_i, w_i): (u32, u32), (max_j, w_j): (u32
 
 /// The B-WFI bound of `cq-wfq` for unit `k`: the most bytes it falls behind its
 /// share `phi_k` of the link's service over an interval during which it has
-/// packets queued, `2 Q w_k + L_k + phi_k * sum_j L_j` (see the
-/// [module docs](self)). `units` lists every unit's `(largest packet, weight)`.
+/// packets queued, `2 Q w_k + L_k + phi_k * sum_j L_j` (see
+/// [`CalendarPolicy`]). `units` lists every unit's `(largest packet, weight)`.
 #[must_use]
 pub fn b_wfi_bound(quantum: u32, k: usize, units: &[(u32, u32)]) -> f64 {
     let total_w: f64 = units.iter().map(|&(_, w)| f64::from(w)).sum();
@@ -232,10 +44,10 @@ pub fn b_wfi_bound(quantum: u32, k: usize, units: &[(u32, u32)]) -> f64 {
 /// Fraction bits of the policer's fixed-point nanoseconds.
 const FRAC: u32 = 16;
 
-/// Time to send `bytes` at `rate` bits/s, in fixed-point nanoseconds.
+/// Time to send `bytes` at `rate`, in fixed-point nanoseconds.
 #[inline]
-fn cost(rate: u64, bytes: u64) -> u128 {
-    ((u128::from(bytes) * 8_000_000_000) << FRAC) / u128::from(rate.max(1))
+fn cost(rate: Rate, bytes: u64) -> u128 {
+    rate.tx_time_fixed(bytes, FRAC, Rounding::Down)
 }
 
 /// `f(k)`: days after the current round for a packet with `k` bytes remaining,
@@ -359,7 +171,7 @@ enum Policy {
     /// physical calendar.
     Policer {
         period: u64,
-        rate: u64,
+        rate: Rate,
         bucket: u64,
         /// The tree's shaper precision: days begun by `now + slack` are released.
         slack: Nanos,
@@ -381,15 +193,114 @@ pub(crate) struct CalendarSched {
     handles: Vec<Option<Handle>>,
     pub(crate) units: Vec<Unit>,
     policy: Policy,
-    discipline: Discipline,
+    /// The discipline's name.
+    name: &'static str,
     /// Units are the flows of a per-flow leaf (whose heads only change when
     /// served).
     is_flow: bool,
 }
 
+/// What calendar `policy` of a tree of `mtu` and `capacity` computes ranks
+/// with over `units` units, how its calendar rotates and the length of a day
+/// (1 for logical calendars); `slack` is the tree's shaper precision.
+fn ranking(
+    policy: &CalendarPolicy,
+    mtu: u32,
+    capacity: u32,
+    units: usize,
+    slack: Nanos,
+) -> (Policy, Rotation, u64) {
+    let quantum = u64::from(policy.quantum().unwrap_or(mtu).max(1));
+    let period = policy.period().unwrap_or(DEFAULT_PERIOD).as_nanos().max(1);
+    let mtu = u64::from(mtu);
+    match *policy {
+        CalendarPolicy::Wfq { .. } => (Policy::Wfq { quantum, burst: 0 }, Rotation::Logical, 1),
+        CalendarPolicy::WfqBurst {
+            burst_allowance, ..
+        } => {
+            let burst = burst_allowance.unwrap_or(8 * mtu);
+            (Policy::Wfq { quantum, burst }, Rotation::Logical, 1)
+        }
+        CalendarPolicy::Edf { rotation, .. } => {
+            let clock = rotation == EdfRotation::Clock;
+            let edf = Policy::Edf {
+                period,
+                clock,
+                delta: 0,
+                last_rot: 0,
+            };
+            if clock {
+                let rotation = Rotation::Physical {
+                    work_conserving: true,
+                };
+                (edf, rotation, period)
+            } else {
+                (edf, Rotation::Logical, 1)
+            }
+        }
+        CalendarPolicy::Policer { rate, bucket, .. } => {
+            let policer = Policy::Policer {
+                period,
+                rate: Rate::from_bps(rate.bps().max(1)),
+                bucket: bucket.unwrap_or(8 * mtu),
+                slack,
+                vt: vec![0; units],
+            };
+            let rotation = Rotation::Physical {
+                work_conserving: false,
+            };
+            (policer, rotation, period)
+        }
+        CalendarPolicy::PfabricFair { .. } => {
+            let fair = Policy::PfabricFair {
+                quantum,
+                pool: TagPool::new(capacity as usize),
+                tags: vec![Tags::default(); units],
+            };
+            (fair, Rotation::Logical, 1)
+        }
+    }
+}
+
+/// The plan `eiffel check` shows for a calendar of `levels` and `reach` days.
+fn describe(
+    name: &str,
+    levels: &[usize],
+    reach: u64,
+    units: usize,
+    rotation: Rotation,
+    granularity: u64,
+) -> QueuePlan {
+    let shape = levels
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(" x ");
+    let mode = match rotation {
+        Rotation::Logical => "logical rotation".to_string(),
+        Rotation::Physical { work_conserving } => format!(
+            "physical rotation every {granularity} ns, {}",
+            if work_conserving {
+                "work-conserving"
+            } else {
+                "non-work-conserving"
+            }
+        ),
+    };
+    QueuePlan {
+        kind: QueueKind::Calendar,
+        config: QueueConfig::new(levels[0], units.max(1)).granularity(granularity),
+        automatic: false,
+        reason: format!("{name}: calendar of {shape} days (reach {reach}), {mode}"),
+    }
+}
+
 impl CalendarSched {
     /// The calendar discipline of node `i` of `spec` over `units`; `slack` is the
     /// tree's shaper precision. Returns it with the plan `eiffel check` shows.
+    ///
+    /// # Panics
+    /// If node `i` does not run a calendar discipline.
     pub(crate) fn new(
         spec: &TreeSpec,
         i: usize,
@@ -397,108 +308,34 @@ impl CalendarSched {
         is_flow: bool,
         slack: Nanos,
     ) -> Result<(Self, QueuePlan), ConfigError> {
-        let node: &NodeSpec = &spec.nodes[i];
-        let p = &node.calendar;
-        let mtu = u64::from(spec.mtu);
-        let quantum = u64::from(p.quantum.unwrap_or(spec.mtu).max(1));
-        let period = p.period.unwrap_or(DEFAULT_PERIOD).max(1);
-        let (policy, rotation, granularity) = match node.discipline {
-            Discipline::CqWfq => (Policy::Wfq { quantum, burst: 0 }, Rotation::Logical, 1),
-            Discipline::CqWfqBurst => (
-                Policy::Wfq {
-                    quantum,
-                    burst: p.burst_allowance.unwrap_or(8 * mtu),
-                },
-                Rotation::Logical,
-                1,
-            ),
-            Discipline::CqEdf => {
-                let clock = p.rotation.unwrap_or_default() == EdfRotation::Clock;
-                let policy = Policy::Edf {
-                    period,
-                    clock,
-                    delta: 0,
-                    last_rot: 0,
-                };
-                if clock {
-                    (
-                        policy,
-                        Rotation::Physical {
-                            work_conserving: true,
-                        },
-                        period,
-                    )
-                } else {
-                    (policy, Rotation::Logical, 1)
-                }
-            }
-            Discipline::CqPolicer => (
-                Policy::Policer {
-                    period,
-                    rate: p.rate.unwrap_or(1).max(1),
-                    bucket: p.bucket.unwrap_or(8 * mtu),
-                    slack,
-                    vt: vec![0; units.len()],
-                },
-                Rotation::Physical {
-                    work_conserving: false,
-                },
-                period,
-            ),
-            Discipline::CqPfabricFair => (
-                Policy::PfabricFair {
-                    quantum,
-                    pool: TagPool::new(spec.capacity as usize),
-                    tags: vec![Tags::default(); units.len()],
-                },
-                Rotation::Logical,
-                1,
-            ),
-            d => {
-                return Err(ConfigError::Invalid(format!(
-                    "node {:?}: {} is not a calendar-queue discipline",
-                    node.name,
-                    d.name()
-                )))
-            }
+        let node = &spec.nodes[i];
+        let Discipline::Calendar(c) = &node.discipline else {
+            panic!("node {:?} does not run a calendar", node.name);
         };
+        let (policy, rotation, granularity) =
+            ranking(&c.policy, spec.mtu, spec.capacity, units.len(), slack);
         let levels = calendar_levels(spec, i);
         let cfg = CalendarConfig::hierarchical(&levels, units.len().max(1))
             .granularity(granularity)
             .rotation(rotation);
-        let cal = Calendar::new(cfg)
-            .map_err(|e| ConfigError::Invalid(format!("node {:?}: days: {e}", node.name)))?;
-        let shape = levels
-            .iter()
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join(" x ");
-        let mode = match rotation {
-            Rotation::Logical => "logical rotation".to_string(),
-            Rotation::Physical { work_conserving } => format!(
-                "physical rotation every {granularity} ns, {}",
-                if work_conserving {
-                    "work-conserving"
-                } else {
-                    "non-work-conserving"
-                }
-            ),
-        };
-        let plan = QueuePlan {
-            kind: QueueKind::Calendar,
-            config: QueueConfig::new(levels[0], units.len().max(1)).granularity(granularity),
-            automatic: false,
-            reason: format!(
-                "{}: calendar of {shape} days (reach {}), {mode}",
-                node.discipline.name(),
-                cal.reach()
-            ),
-        };
+        let cal = Calendar::new(cfg).map_err(|source| ConfigError::Queue {
+            what: "days".to_owned(),
+            source,
+        })?;
+        let name = c.policy.name();
+        let plan = describe(
+            name,
+            &levels,
+            cal.reach(),
+            units.len(),
+            rotation,
+            granularity,
+        );
         let sched = CalendarSched {
             handles: vec![None; units.len()],
             units,
             policy,
-            discipline: node.discipline,
+            name,
             is_flow,
             cal,
         };
@@ -506,7 +343,7 @@ impl CalendarSched {
     }
 
     pub(crate) fn name(&self) -> &'static str {
-        self.discipline.name()
+        self.name
     }
 
     pub(crate) fn stats(&self) -> QueueStats {
@@ -679,7 +516,7 @@ impl CalendarSched {
         match &mut self.policy {
             Policy::Wfq { .. } => self.units[u as usize].start += u64::from(sent.len),
             Policy::Policer { rate, vt, .. } => {
-                vt[u as usize] += cost(*rate * u64::from(w), u64::from(sent.len));
+                vt[u as usize] += cost(rate.times(u64::from(w)), u64::from(sent.len));
             }
             Policy::PfabricFair { pool, tags, .. } => pool.pop(&mut tags[u as usize]),
             Policy::Edf { .. } => {}
@@ -732,7 +569,7 @@ impl CalendarSched {
         let w = u64::from(self.units[u as usize].weight.max(1));
         let day_start = u128::from((now / *period) * *period) << FRAC;
         let early = vt[u as usize].saturating_sub(day_start);
-        let early_bytes = (early * u128::from(*rate * w)) / (8_000_000_000u128 << FRAC);
+        let early_bytes = rate.times(w).bytes_in_fixed(early, FRAC);
         early_bytes + u128::from(queued) + u128::from(pkt.len)
             > u128::from(bucket.saturating_mul(w))
     }
@@ -860,8 +697,11 @@ mod tests {
     #[test]
     fn policer_cost_is_exact() {
         // 8 Mbit/s: one byte per microsecond.
-        assert_eq!(cost(8_000_000, 1500) >> FRAC, 1_500_000);
+        assert_eq!(cost(Rate::from_bps(8_000_000), 1500) >> FRAC, 1_500_000);
         // 64 bytes at 100 Gbit/s: 5.12 ns.
-        assert_eq!(cost(100_000_000_000, 64), (512u128 << FRAC) / 100);
+        assert_eq!(
+            cost(Rate::from_bps(100_000_000_000), 64),
+            (512u128 << FRAC) / 100
+        );
     }
 }

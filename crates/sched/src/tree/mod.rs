@@ -17,9 +17,9 @@
 //!
 //! ## Shaping
 //! Rate limits sit on any node, root included, and on every flow of a per-flow
-//! leaf, several along one path if wanted; one [`Shaper`] for the whole tree holds
+//! leaf, several along one path if wanted; one shaper (a timing wheel) for the whole tree holds
 //! the release times of every throttled unit (Eiffel Figs. 6 and 7). A throttled unit
-//! leaves its parent's queue and re-enters it when released; see [`shaper`].
+//! leaves its parent's queue and re-enters it when released; see [`Gcra`].
 //!
 //! ## Costs
 //! With tree depth `d`: `enqueue` and `dequeue` perform at most one queue operation
@@ -39,120 +39,42 @@
 //! When that release is of a unit whose ancestor is itself still throttled, `dequeue`
 //! at that time returns `None` and `next_ready` then names the next release.
 
-pub mod cq;
-pub mod shaper;
-pub mod spec;
-pub mod txn;
-
+mod build;
+mod cq;
+mod discipline;
+mod invariants;
 mod minq;
+mod node;
 mod sched;
 mod select;
-
-use eiffel_queue::{CalendarStats, Handle, QueueKind, QueueStats};
+mod shaper;
+mod spec;
+pub mod txn;
+mod validate;
+mod view;
 
 use crate::packet::{ClassId, Nanos, Packet};
-use crate::pool::{Fifo as List, PacketPool};
-use crate::scheduler::{Backlog, ConfigError, Counters, Drop, DropReason, Scheduler};
+use crate::pool::PacketPool;
+use crate::scheduler::{Backlog, ConfigError, Counters, DropReason, Dropped, Scheduler};
 
-use cq::CalendarSched;
-use minq::{MinDeque, MinPool};
-use sched::{Core, Hclock, NodeSched, Ranked};
-pub use select::QueuePlan;
-use select::{plan, QueueNeeds};
-use shaper::{Gcra, Shaper, Throttled, UNIT_NODE};
-pub use spec::{
-    Bps, CalendarParams, Discipline, EdfRotation, NodeSpec, PerFlow, QueueChoice, RateLimit,
-    ShaperSpec, TreeSpec,
+pub use cq::{b_wfi_bound, fairness_bound};
+pub use discipline::{
+    CalendarPolicy, CalendarSpec, Discipline, EdfRotation, FairQueue, QueueChoice, Rank,
+    DEFAULT_PERIOD, MAX_CALENDAR_BYTES, MAX_PERIOD, MAX_POLICER_RATE,
 };
+use node::{Kind, Node, NONE};
+use sched::NodeSched;
+pub use select::QueuePlan;
+pub use shaper::Gcra;
+use shaper::{Shaper, Throttled, UNIT_NODE};
+pub use spec::{NodeSpec, PerFlow, RateLimit, ShaperSpec, TreeSpec, MAX_WEIGHT};
 use txn::Builtin;
 pub use txn::{Transaction, Unit, VT_SCALE};
-
-const NONE: u32 = u32::MAX;
+pub use validate::{NodeProblem, SpecError};
+pub use view::{node_queue_kind, NodeView};
 
 /// Deepest tree supported (root at depth 0).
 pub const MAX_DEPTH: usize = 32;
-
-#[derive(Debug)]
-struct Flow {
-    fifo: List,
-    gcra: Option<Gcra>,
-    throttled: bool,
-    min: MinDeque,
-}
-
-#[derive(Debug)]
-struct FlowLeaf {
-    flows: Vec<Flow>,
-    sched: NodeSched,
-    flow_queue_limit: u32,
-    /// Tracks each flow's smallest queued `remaining` (pfabric only).
-    minima: Option<MinPool>,
-}
-
-// NB: an internal node's discipline (a queue, several hundred bytes) is boxed so
-// that leaves stay small: a policy may have a million leaves (hClock over many
-// VMs), and the box is one pointer to a stable allocation that stays in cache
-// for the few internal nodes a packet's path visits.
-#[derive(Debug)]
-enum Kind {
-    Internal {
-        children: Vec<u32>,
-        sched: Box<NodeSched>,
-    },
-    Leaf {
-        fifo: List,
-    },
-    Flows(Box<FlowLeaf>),
-}
-
-#[derive(Debug)]
-struct Node {
-    /// Parent node, or `NONE` for the root.
-    parent: u32,
-    /// This node's unit index at its parent.
-    slot: u32,
-    kind: Kind,
-    limit: Option<Gcra>,
-    /// Filed in the shaper, out of its parent's queue.
-    throttled: bool,
-    /// While throttled: the shaper entry and the release time it was filed for.
-    filed: Option<(Handle, Nanos)>,
-    /// Queued in its parent's discipline.
-    active: bool,
-    /// Most packets queued in this subtree (leaves), `u32::MAX` if unlimited.
-    capacity: u32,
-    counters: Counters,
-    backlog: Backlog,
-}
-
-/// A read-only view of one node, for reports and `eiffel check`.
-#[derive(Debug, Clone)]
-pub struct NodeView<'a> {
-    /// Index (leaf ids are node indices).
-    pub index: usize,
-    /// The node's specification.
-    pub spec: &'a NodeSpec,
-    /// Names from the root down to this node, joined by `/`.
-    pub path: String,
-    /// Depth (root 0).
-    pub depth: usize,
-    /// Whether it has no children.
-    pub is_leaf: bool,
-    /// Name of the transaction or core ordering its units (`None` for FIFO leaves).
-    pub discipline: Option<String>,
-    /// Queue plans of its ranked queues (hClock has two: reservations, shares).
-    pub queues: Vec<QueuePlan>,
-    /// Counters of its subtree.
-    pub counters: Counters,
-    /// Packets and bytes queued in its subtree.
-    pub backlog: Backlog,
-    /// Whether its output is currently held by the shaper.
-    pub throttled: bool,
-    /// Statistics of its queues (same order as `queues`).
-    pub queue_stats: Vec<QueueStats>,
-    /// Rotations, out-of-range days and level moves of its calendar (`cq-*`).
-    pub calendar_stats: Option<CalendarStats>,
-}
 
 /// A programmable scheduling policy: a tree of disciplines with one shaper.
 #[derive(Debug)]
@@ -164,10 +86,13 @@ pub struct PolicyTree {
     pool: PacketPool,
     shaper: Shaper,
     /// The shaper's precision: a unit whose release time is within this many ns
-    /// counts as released (see [`shaper`]).
+    /// counts as released (see [`Gcra`]).
     slack: Nanos,
     /// Whether some node's discipline may refuse packets (`cq-policer`).
     policed: bool,
+    /// Per node: it and every ancestor ignore arrivals behind a queued unit's
+    /// head, so an arrival into an already-queued child changes nothing above.
+    quiet: Vec<bool>,
     counters: Counters,
     backlog: Backlog,
 }
@@ -180,215 +105,22 @@ fn held(limit: Option<&Gcra>, now: Nanos, slack: Nanos) -> bool {
     limit.is_some_and(|g| !g.conforms(now.saturating_add(slack)))
 }
 
-/// Per-node units for a node's discipline: children with their configured weight,
-/// priority and reservation, or `n` flows of weight 1.
-fn child_units(spec: &TreeSpec, children: &[usize]) -> Vec<Unit> {
-    children
-        .iter()
-        .map(|&c| {
-            let n = &spec.nodes[c];
-            Unit {
-                weight: n.weight,
-                priority: n.priority,
-                reservation: n.reservation.unwrap_or(0),
-                ..Unit::default()
-            }
-        })
-        .collect()
-}
-
-fn builtin(d: Discipline) -> Builtin {
-    match d {
-        Discipline::Fifo => Builtin::Fifo,
-        Discipline::Strict => Builtin::Strict,
-        Discipline::Wfq => Builtin::Wfq { vtime: 0 },
-        Discipline::Edf => Builtin::Edf,
-        Discipline::Lstf => Builtin::Lstf,
-        Discipline::Srpt => Builtin::Srpt,
-        Discipline::Pfabric => Builtin::Pfabric,
-        Discipline::Hclock
-        | Discipline::Qfq
-        | Discipline::Drr
-        | Discipline::Wf2q
-        | Discipline::CqWfq
-        | Discipline::CqWfqBurst
-        | Discipline::CqEdf
-        | Discipline::CqPolicer
-        | Discipline::CqPfabricFair => unreachable!("not a rank transaction"),
-    }
-}
-
-/// Builds the discipline of node `i` over `units`; returns it with its queue
-/// plans. `slack` is the shaper's precision.
-fn build_sched(
-    spec: &TreeSpec,
-    i: usize,
-    units: Vec<Unit>,
-    per_flow: bool,
-    slack: Nanos,
-) -> Result<(NodeSched, Vec<QueuePlan>), ConfigError> {
-    let node = &spec.nodes[i];
-    let needs = QueueNeeds {
-        discipline: node.discipline,
-        time_ranks: false,
-        units: units.len(),
-        mtu: spec.mtu,
-        min_weight: units.iter().map(|u| u.weight).min().unwrap_or(1),
-        priority_levels: units
-            .iter()
-            .map(|u| u.priority as usize + 1)
-            .max()
-            .unwrap_or(1),
-        per_flow,
-    };
-    match node.discipline {
-        Discipline::Hclock => {
-            // The policy's queue type applies to both queues; the reservation
-            // queue's ranks are times, so its geometry stays its own.
-            let rplan = plan(
-                &QueueChoice {
-                    kind: node.queue.kind,
-                    ..QueueChoice::AUTO
-                },
-                &QueueNeeds {
-                    time_ranks: true,
-                    ..needs
-                },
-            );
-            let pplan = plan(&node.queue, &needs);
-            let sched = NodeSched::Hclock(Hclock::new(&rplan, &pplan, units)?);
-            Ok((sched, vec![rplan, pplan]))
-        }
-        Discipline::Qfq | Discipline::Drr | Discipline::Wf2q => {
-            let core = Core::new(node.discipline.name(), &units, spec.mtu)
-                .map_err(|e| ConfigError::Invalid(format!("node {:?}: {e}", node.name)))?;
-            Ok((NodeSched::Core(core, units), Vec::new()))
-        }
-        d if d.is_calendar() => {
-            let (sched, p) = CalendarSched::new(spec, i, units, per_flow, slack)?;
-            Ok((NodeSched::Calendar(sched), vec![p]))
-        }
-        d => {
-            let p = plan(&node.queue, &needs);
-            let sched = NodeSched::Ranked(Ranked::new(&p, units, builtin(d), per_flow)?);
-            Ok((sched, vec![p]))
-        }
-    }
-}
-
 impl PolicyTree {
-    /// Instantiates a validated copy of `spec`. Everything is allocated here.
-    pub fn new(spec: TreeSpec) -> Result<Self, ConfigError> {
-        spec.validate()?;
-        let n = spec.nodes.len();
-        let root = spec.root().expect("validated") as u32;
-        let mut nodes = Vec::with_capacity(n);
-        let mut plans = Vec::with_capacity(n);
-        // Every unit that can be held is filed in the shaper at most once: limited
-        // nodes and policers (once, even with both), and paced flows.
-        let limited: usize = spec
-            .nodes
-            .iter()
-            .map(|ns| {
-                let held = ns.limit.is_some() || !ns.discipline.is_work_conserving();
-                let flows = ns
-                    .per_flow
-                    .filter(|pf| pf.flow_limit.is_some())
-                    .map_or(0, |pf| pf.max_flows as usize);
-                usize::from(held) + flows
+    /// Which nodes are quiet: they and all their ancestors ignore arrivals.
+    fn quiet_nodes(&self) -> Vec<bool> {
+        (0..self.nodes.len())
+            .map(|i| {
+                let mut cur = i as u32;
+                while cur != NONE {
+                    let node = &self.nodes[cur as usize];
+                    if !node.kind.sched().is_none_or(NodeSched::ignores_arrivals) {
+                        return false;
+                    }
+                    cur = node.parent;
+                }
+                true
             })
-            .sum();
-        let shaper = Shaper::new(spec.shaper, limited)?;
-        let slack = shaper.granularity();
-        let kids = spec.child_lists();
-        let mut slots = vec![0u32; spec.nodes.len()];
-        for list in &kids {
-            for (slot, &c) in list.iter().enumerate() {
-                slots[c] = slot as u32;
-            }
-        }
-        for (i, ns) in spec.nodes.iter().enumerate() {
-            let children = &kids[i];
-            let (kind, node_plans) = if !children.is_empty() {
-                let units = child_units(&spec, children);
-                let (sched, p) = build_sched(&spec, i, units, false, slack)?;
-                let children = children.iter().map(|&c| c as u32).collect();
-                (
-                    Kind::Internal {
-                        children,
-                        sched: Box::new(sched),
-                    },
-                    p,
-                )
-            } else if let Some(pf) = ns.per_flow {
-                let units = vec![
-                    Unit {
-                        weight: 1,
-                        ..Unit::default()
-                    };
-                    pf.max_flows as usize
-                ];
-                let (sched, p) = build_sched(&spec, i, units, true, slack)?;
-                let flows = (0..pf.max_flows)
-                    .map(|_| Flow {
-                        fifo: List::new(),
-                        gcra: pf.flow_limit.map(|l| Gcra::new(l, spec.mtu)),
-                        throttled: false,
-                        min: MinDeque::default(),
-                    })
-                    .collect();
-                let minima = (ns.discipline == Discipline::Pfabric)
-                    .then(|| MinPool::new(spec.capacity as usize));
-                let leaf = FlowLeaf {
-                    flows,
-                    sched,
-                    flow_queue_limit: pf.flow_queue_limit.unwrap_or(u32::MAX),
-                    minima,
-                };
-                (Kind::Flows(Box::new(leaf)), p)
-            } else {
-                (Kind::Leaf { fifo: List::new() }, Vec::new())
-            };
-            let parent = ns.parent.map_or(NONE, |p| p as u32);
-            let slot = slots[i];
-            nodes.push(Node {
-                parent,
-                slot,
-                kind,
-                limit: ns.limit.map(|l| Gcra::new(l, spec.mtu)),
-                throttled: false,
-                filed: None,
-                active: false,
-                capacity: ns.capacity.unwrap_or(u32::MAX),
-                counters: Counters::default(),
-                backlog: Backlog::default(),
-            });
-            plans.push(node_plans);
-        }
-        let policed = spec
-            .nodes
-            .iter()
-            .any(|ns| !ns.discipline.is_work_conserving());
-        let tree = PolicyTree {
-            pool: PacketPool::with_capacity(spec.capacity as usize),
-            slack,
-            policed,
-            shaper,
-            nodes,
-            plans,
-            root,
-            counters: Counters::default(),
-            backlog: Backlog::default(),
-            spec,
-        };
-        let too_deep = (0..tree.nodes.len()).find(|&i| tree.depth(i) >= MAX_DEPTH);
-        if let Some(i) = too_deep {
-            return Err(ConfigError::Invalid(format!(
-                "node {:?} is deeper than {MAX_DEPTH} levels",
-                tree.spec.nodes[i].name
-            )));
-        }
-        Ok(tree)
+            .collect()
     }
 
     /// The specification the tree was built from.
@@ -401,7 +133,7 @@ impl PolicyTree {
     #[must_use]
     pub fn leaf(&self, name: &str) -> Option<ClassId> {
         let i = self.spec.find(name)?;
-        (!matches!(self.nodes[i].kind, Kind::Internal { .. })).then_some(i as ClassId)
+        (!self.nodes[i].kind.is_internal()).then_some(i as ClassId)
     }
 
     /// Number of nodes.
@@ -422,66 +154,6 @@ impl PolicyTree {
         self.shaper.granularity()
     }
 
-    fn depth(&self, i: usize) -> usize {
-        let mut d = 0;
-        let mut cur = self.nodes[i].parent;
-        while cur != NONE {
-            d += 1;
-            cur = self.nodes[cur as usize].parent;
-        }
-        d
-    }
-
-    fn path(&self, i: usize) -> String {
-        let mut names = vec![self.spec.nodes[i].name.as_str()];
-        let mut cur = self.nodes[i].parent;
-        while cur != NONE {
-            names.push(self.spec.nodes[cur as usize].name.as_str());
-            cur = self.nodes[cur as usize].parent;
-        }
-        names.reverse();
-        names.join("/")
-    }
-
-    /// A view of node `i`.
-    ///
-    /// # Panics
-    /// If `i` is not a node index.
-    #[must_use]
-    pub fn node(&self, i: usize) -> NodeView<'_> {
-        let node = &self.nodes[i];
-        let sched = match &node.kind {
-            Kind::Leaf { .. } => None,
-            Kind::Internal { sched, .. } => Some(&**sched),
-            Kind::Flows(fl) => Some(&fl.sched),
-        };
-        let discipline = sched.map(sched_name);
-        let queue_stats = sched.map_or_else(Vec::new, sched_stats);
-        let calendar_stats = match sched {
-            Some(NodeSched::Calendar(c)) => Some(c.calendar_stats()),
-            _ => None,
-        };
-        NodeView {
-            index: i,
-            spec: &self.spec.nodes[i],
-            path: self.path(i),
-            depth: self.depth(i),
-            is_leaf: !matches!(node.kind, Kind::Internal { .. }),
-            discipline,
-            queues: self.plans[i].clone(),
-            counters: node.counters,
-            backlog: node.backlog,
-            throttled: node.throttled,
-            queue_stats,
-            calendar_stats,
-        }
-    }
-
-    /// Views of every node, in specification order.
-    pub fn nodes(&self) -> impl Iterator<Item = NodeView<'_>> {
-        (0..self.nodes.len()).map(|i| self.node(i))
-    }
-
     /// Replaces the rank transaction of ranked node `name` by a user-defined one.
     /// The node must hold no packets.
     pub fn set_transaction(
@@ -492,27 +164,31 @@ impl PolicyTree {
         let i = self
             .spec
             .find(name)
-            .ok_or_else(|| ConfigError::Invalid(format!("no node called {name:?}")))?;
+            .ok_or_else(|| ConfigError::NoSuchNode {
+                name: name.to_owned(),
+            })?;
         if self.nodes[i].backlog.packets > 0 {
-            return Err(ConfigError::Invalid(format!("node {name:?} holds packets")));
+            return Err(ConfigError::NodeBusy {
+                name: name.to_owned(),
+            });
         }
-        let sched = match &mut self.nodes[i].kind {
-            Kind::Internal { sched, .. } => sched,
-            Kind::Flows(fl) => &mut fl.sched,
-            Kind::Leaf { .. } => {
-                return Err(ConfigError::Invalid(format!(
-                    "node {name:?} is a FIFO leaf: it has no transaction"
-                )))
-            }
+        let discipline = self.spec.nodes[i].discipline.name();
+        let no_transaction = |discipline| ConfigError::NoTransaction {
+            name: name.to_owned(),
+            discipline,
+        };
+        let Some(sched) = self.nodes[i].kind.sched_mut() else {
+            return Err(no_transaction("one FIFO"));
         };
         match sched {
             NodeSched::Ranked(r) => {
                 r.txn = Builtin::Custom(txn);
+                self.quiet = self.quiet_nodes();
                 Ok(())
             }
-            NodeSched::Hclock(_) | NodeSched::Core(..) | NodeSched::Calendar(_) => Err(
-                ConfigError::Invalid(format!("node {name:?} does not run a rank transaction")),
-            ),
+            NodeSched::Hclock(_) | NodeSched::Core(..) | NodeSched::Calendar(_) => {
+                Err(no_transaction(discipline))
+            }
         }
     }
 
@@ -521,8 +197,7 @@ impl PolicyTree {
     fn has_head(&self, n: u32) -> bool {
         match &self.nodes[n as usize].kind {
             Kind::Leaf { fifo } => !fifo.is_empty(),
-            Kind::Internal { sched, .. } => sched.active() > 0,
-            Kind::Flows(fl) => fl.sched.active() > 0,
+            kind => kind.sched().is_some_and(|s| s.active() > 0),
         }
     }
 
@@ -544,13 +219,23 @@ impl PolicyTree {
         }
     }
 
-    /// The discipline of node `n` (`None` for a FIFO leaf).
-    fn sched_of(&self, n: u32) -> Option<&NodeSched> {
-        match &self.nodes[n as usize].kind {
-            Kind::Internal { sched, .. } => Some(sched),
-            Kind::Flows(fl) => Some(&fl.sched),
-            Kind::Leaf { .. } => None,
+    /// The packet node `n` would send next, given that its child `below.0` (if
+    /// any) would send `below.1`: when `n` picks that child again, as it mostly
+    /// does after serving it, no descent is needed.
+    #[inline]
+    fn head_after(&mut self, n: u32, below: (u32, Option<Packet>), now: Nanos) -> Option<Packet> {
+        let (child, child_head) = below;
+        if child != NONE && child_head.is_some() {
+            if let Kind::Internal { children, sched } = &mut self.nodes[n as usize].kind {
+                let u = sched.peek(now)?;
+                let pick = children[u as usize];
+                if pick == child {
+                    return child_head;
+                }
+                return self.head_of(pick, now);
+            }
         }
+        self.head_of(n, now)
     }
 
     /// When node `n` may next send, if it is held at `now`: by its rate limit
@@ -563,7 +248,10 @@ impl PolicyTree {
             .as_ref()
             .filter(|g| !g.conforms(now.saturating_add(self.slack)))
             .map(Gcra::release_time);
-        let discipline = self.sched_of(n).and_then(|s| s.hold(now));
+        let discipline = self.nodes[n as usize]
+            .kind
+            .sched()
+            .and_then(|s| s.hold(now));
         match (limit, discipline) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
@@ -633,6 +321,10 @@ impl PolicyTree {
             }
             let slot = self.nodes[cur as usize].slot;
             if self.nodes[cur as usize].active {
+                if self.quiet[parent as usize] {
+                    // Nothing above reorders on an arrival behind a queued head.
+                    return;
+                }
                 let head = self.head_of(cur, now).expect("an active node has a head");
                 self.sched_mut(parent).on_enqueue(slot, trigger, &head, now);
             } else {
@@ -678,10 +370,9 @@ impl PolicyTree {
     }
 
     fn sched_mut(&mut self, n: u32) -> &mut NodeSched {
-        match &mut self.nodes[n as usize].kind {
-            Kind::Internal { sched, .. } => sched,
-            Kind::Flows(fl) => &mut fl.sched,
-            Kind::Leaf { .. } => unreachable!("a FIFO leaf has no units"),
+        match self.nodes[n as usize].kind.sched_mut() {
+            Some(s) => s,
+            None => unreachable!("a FIFO leaf has no units"),
         }
     }
 
@@ -745,161 +436,18 @@ impl PolicyTree {
         }
     }
 
-    fn refuse(&mut self, leaf: u32, pkt: Packet, reason: DropReason) -> Drop {
+    fn refuse(&mut self, leaf: u32, pkt: Packet, reason: DropReason) -> Dropped {
         self.account_path(leaf, &pkt, Some(reason));
         self.counters.drop_packet(pkt, reason)
-    }
-
-    /// Checks every invariant: per-node accounting, queued units flagged active,
-    /// throttled units absent from their parents, the pool's lists.
-    ///
-    /// # Panics
-    /// On a violated invariant, naming the node.
-    pub fn check_invariants(&self) {
-        let mut fifos: Vec<&List> = Vec::new();
-        for (i, node) in self.nodes.iter().enumerate() {
-            let name = &self.spec.nodes[i].name;
-            let c = &node.counters;
-            assert_eq!(
-                c.enqueued,
-                c.dequeued + c.dropped_total() + node.backlog.packets,
-                "node {name}: enqueued != dequeued + dropped + queued"
-            );
-            if node.throttled {
-                assert!(
-                    !node.active,
-                    "node {name}: throttled but queued at its parent"
-                );
-            }
-            assert_eq!(
-                node.throttled,
-                node.filed.is_some(),
-                "node {name}: throttled without a shaper entry, or the reverse"
-            );
-            if node.parent != NONE && self.has_head(i as u32) {
-                assert!(
-                    node.active || node.throttled,
-                    "node {name}: has a unit to send, but neither queued at its parent nor throttled"
-                );
-            }
-            if node.parent != NONE {
-                let parent = &self.nodes[node.parent as usize];
-                if let Kind::Internal { sched, .. } = &parent.kind {
-                    assert_eq!(
-                        sched.is_active(node.slot),
-                        node.active,
-                        "node {name}: active flag"
-                    );
-                }
-            }
-            match &node.kind {
-                Kind::Leaf { fifo } => {
-                    assert_eq!(
-                        u64::from(fifo.len()),
-                        node.backlog.packets,
-                        "leaf {name}: backlog"
-                    );
-                    fifos.push(fifo);
-                }
-                Kind::Internal { sched, children } => {
-                    sched.check_invariants();
-                    let sum: u64 = children
-                        .iter()
-                        .map(|&c| self.nodes[c as usize].backlog.packets)
-                        .sum();
-                    assert_eq!(
-                        sum, node.backlog.packets,
-                        "node {name}: backlog vs children"
-                    );
-                }
-                Kind::Flows(fl) => {
-                    fl.sched.check_invariants();
-                    let mut sum = 0u64;
-                    for (f, flow) in fl.flows.iter().enumerate() {
-                        sum += u64::from(flow.fifo.len());
-                        let active = fl.sched.is_active(f as u32);
-                        assert!(
-                            !(active && flow.throttled),
-                            "leaf {name} flow {f}: throttled but queued"
-                        );
-                        if active {
-                            assert!(
-                                !flow.fifo.is_empty(),
-                                "leaf {name} flow {f}: queued while empty"
-                            );
-                        } else if !flow.fifo.is_empty() {
-                            assert!(
-                                flow.throttled,
-                                "leaf {name} flow {f}: backlogged, neither queued nor throttled"
-                            );
-                        }
-                        let tagged = match &fl.sched {
-                            NodeSched::Calendar(c) => c.tagged(f as u32),
-                            _ => None,
-                        };
-                        if let Some(tags) = tagged {
-                            assert_eq!(tags, flow.fifo.len(), "leaf {name} flow {f}: day tags");
-                        }
-                        fifos.push(&flow.fifo);
-                    }
-                    assert_eq!(sum, node.backlog.packets, "leaf {name}: backlog vs flows");
-                }
-            }
-        }
-        self.pool.check_invariants(fifos);
-        let root = &self.nodes[self.root as usize];
-        assert_eq!(root.backlog, self.backlog, "root backlog vs tree backlog");
-        assert_eq!(
-            self.counters.implied_backlog(),
-            self.backlog.packets,
-            "tree accounting"
-        );
-    }
-}
-
-fn sched_name(s: &NodeSched) -> String {
-    match s {
-        NodeSched::Ranked(r) => r.txn.name().to_string(),
-        NodeSched::Hclock(_) => "hclock".to_string(),
-        NodeSched::Core(c, _) => c.name().to_string(),
-        NodeSched::Calendar(c) => c.name().to_string(),
-    }
-}
-
-fn sched_stats(s: &NodeSched) -> Vec<QueueStats> {
-    use eiffel_queue::PriorityQueue;
-    match s {
-        NodeSched::Ranked(r) => vec![r.queue().stats()],
-        NodeSched::Hclock(h) => {
-            let (a, b) = h.queues();
-            vec![a.stats(), b.stats()]
-        }
-        NodeSched::Core(..) => Vec::new(),
-        NodeSched::Calendar(c) => vec![c.stats()],
-    }
-}
-
-/// The queue kind a ranked node ended up with (for tests and reports).
-#[must_use]
-pub fn node_queue_kind(tree: &PolicyTree, i: usize) -> Option<QueueKind> {
-    let sched = match &tree.nodes[i].kind {
-        Kind::Internal { sched, .. } => &**sched,
-        Kind::Flows(fl) => &fl.sched,
-        Kind::Leaf { .. } => return None,
-    };
-    match sched {
-        NodeSched::Ranked(r) => Some(r.kind()),
-        NodeSched::Calendar(_) => Some(QueueKind::Calendar),
-        _ => None,
     }
 }
 
 impl Scheduler for PolicyTree {
-    fn enqueue(&mut self, pkt: Packet, now: Nanos) -> Result<(), Drop> {
+    fn enqueue(&mut self, pkt: Packet, now: Nanos) -> Result<(), Dropped> {
         self.counters.on_enqueue(pkt.len);
         let leaf = pkt.class;
-        let is_leaf = (leaf as usize) < self.nodes.len()
-            && !matches!(self.nodes[leaf as usize].kind, Kind::Internal { .. });
+        let is_leaf =
+            (leaf as usize) < self.nodes.len() && !self.nodes[leaf as usize].kind.is_internal();
         if !is_leaf {
             return Err(self.counters.drop_packet(pkt, DropReason::Unclassified));
         }
@@ -1024,6 +572,8 @@ impl Scheduler for PolicyTree {
         // Unwind: each node on the path sent `pkt`; its parent re-ranks it, or drops
         // it from its queue when it is empty or throttled.
         let mut c = n;
+        // The child unwound last and its next packet: often its parent's next too.
+        let mut below: (u32, Option<Packet>) = (NONE, None);
         loop {
             let node = &mut self.nodes[c as usize];
             node.counters.on_dequeue(pkt.len);
@@ -1048,8 +598,9 @@ impl Scheduler for PolicyTree {
                 self.throttle_node(c, now, at);
                 None
             } else {
-                self.head_of(c, now)
+                self.head_after(c, below, now)
             };
+            below = (c, next);
             self.nodes[c as usize].active = next.is_some();
             self.sched_mut(parent)
                 .served(slot, &pkt, next.as_ref(), now);

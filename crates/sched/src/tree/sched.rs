@@ -15,11 +15,13 @@
 use eiffel_queue::{AnyQueue, Handle, PriorityQueue, QueueKind};
 
 use super::cq::CalendarSched;
+use super::discipline::FairQueue;
 use super::select::QueuePlan;
 use super::txn::{vt_cost, Builtin, Unit};
 use crate::flows::FlowCore;
 use crate::packet::{Nanos, Packet};
 use crate::scheduler::{ConfigError, FlowConfig};
+use crate::time::Rate;
 use crate::{DrrCore, QfqCore, Wf2qCore};
 
 /// A ranked node: one integer priority queue of units and a transaction.
@@ -83,18 +85,13 @@ macro_rules! core {
 }
 
 impl Core {
-    /// A core of the given discipline over `units`.
-    pub(crate) fn new(name: &str, units: &[Unit], mtu: u32) -> Result<Self, ConfigError> {
+    /// A core of the given kind over `units`.
+    pub(crate) fn new(kind: FairQueue, units: &[Unit], mtu: u32) -> Result<Self, ConfigError> {
         let n = units.len() as u32;
-        let mut core = match name {
-            "qfq" => Core::Qfq(QfqCore::new(n, mtu)?),
-            "drr" => Core::Drr(DrrCore::new(n)?),
-            "wf2q+" => Core::Wf2q(Wf2qCore::new(n)?),
-            other => {
-                return Err(ConfigError::Invalid(format!(
-                    "{other} is not a fair-queueing core"
-                )))
-            }
+        let mut core = match kind {
+            FairQueue::Qfq => Core::Qfq(QfqCore::new(n, mtu)?),
+            FairQueue::Drr => Core::Drr(DrrCore::new(n)?),
+            FairQueue::Wf2q => Core::Wf2q(Wf2qCore::new(n)?),
         };
         for (f, u) in units.iter().enumerate() {
             let cfg = FlowConfig::weight(u.weight).max_packet(mtu);
@@ -115,16 +112,18 @@ impl Core {
 #[derive(Debug)]
 pub(crate) enum NodeSched {
     Ranked(Ranked),
-    Hclock(Hclock),
+    Hclock(Box<Hclock>),
     /// A fair-queueing core and the per-unit state the tree keeps beside it.
     Core(Core, Vec<Unit>),
     /// A calendar-queue discipline (`cq-*`).
-    Calendar(CalendarSched),
+    Calendar(Box<CalendarSched>),
 }
 
 fn queue_of(plan: &QueuePlan) -> Result<AnyQueue<u32>, ConfigError> {
-    AnyQueue::new(plan.kind, plan.config)
-        .map_err(|e| ConfigError::Invalid(format!("queue {}: {e}", plan.kind)))
+    AnyQueue::new(plan.kind, plan.config).map_err(|source| ConfigError::Queue {
+        what: format!("queue {}", plan.kind),
+        source,
+    })
 }
 
 impl Ranked {
@@ -174,10 +173,10 @@ impl Hclock {
     }
 }
 
-/// Time to send `len` bytes at `bps`, in ns (at least 1).
+/// Time to send `len` bytes at `rate`, in ns (at least 1).
 #[inline]
-fn time_cost(len: u32, bps: u64) -> u64 {
-    (u64::from(len) * 8_000_000_000 / bps.max(1)).max(1)
+fn time_cost(len: u32, rate: Rate) -> u64 {
+    rate.tx_time(u64::from(len)).as_nanos().max(1)
 }
 
 /// Inserts or re-ranks `u` in `q`.
@@ -232,6 +231,21 @@ impl NodeSched {
         }
     }
 
+    /// Whether a packet entering the subtree of a queued unit never changes this
+    /// node's order (`on_enqueue` does nothing): fair-queueing cores, hClock,
+    /// `wfq`, and `strict` over children (ranked by their configured priority).
+    pub(crate) fn ignores_arrivals(&self) -> bool {
+        match self {
+            NodeSched::Core(..) | NodeSched::Hclock(_) => true,
+            NodeSched::Ranked(r) => match r.txn {
+                Builtin::Wfq { .. } => true,
+                Builtin::Strict => !r.is_flow,
+                _ => false,
+            },
+            NodeSched::Calendar(_) => false,
+        }
+    }
+
     #[inline]
     pub(crate) fn activate(&mut self, u: u32, head: &Packet, now: Nanos) {
         match self {
@@ -243,7 +257,7 @@ impl NodeSched {
             }
             NodeSched::Hclock(h) => {
                 let unit = &mut h.units[u as usize];
-                if unit.reservation > 0 {
+                if !unit.reservation.is_zero() {
                     unit.start = unit.start.max(now);
                     let rank = unit.start;
                     place(&mut h.reservations, &mut h.rh, u, rank);
@@ -352,12 +366,14 @@ impl NodeSched {
             NodeSched::Hclock(h) => {
                 let unit = &mut h.units[u as usize];
                 if h.by_reservation {
-                    unit.start += time_cost(sent.len, unit.reservation);
+                    let rate = unit.reservation;
+                    unit.start += time_cost(sent.len, rate);
                 } else {
                     h.vtime = h.vtime.max(unit.finish);
                     unit.finish += vt_cost(sent.len, unit.weight);
                 }
-                let (r_tag, p_tag, reserved) = (unit.start, unit.finish, unit.reservation > 0);
+                let (r_tag, p_tag, reserved) =
+                    (unit.start, unit.finish, !unit.reservation.is_zero());
                 if next.is_some() {
                     if reserved {
                         place(&mut h.reservations, &mut h.rh, u, r_tag);

@@ -18,7 +18,7 @@
 
 use eiffel_queue::{QueueConfig, QueueKind};
 
-use super::spec::{Discipline, QueueChoice};
+use super::discipline::{QueueChoice, Rank};
 use super::txn::VT_SCALE;
 
 /// Threshold under which bucketed queues are not worth their memory (Fig. 16).
@@ -43,10 +43,29 @@ pub struct QueuePlan {
     pub reason: String,
 }
 
+/// What a node's queue holds ranks of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RankKind {
+    /// A rank transaction's.
+    Rank(Rank),
+    /// hClock's share tags (virtual times; its reservation queue's are times).
+    Hclock,
+}
+
+impl RankKind {
+    /// Whether the ranks move forward with time or virtual time.
+    fn moving_range(self) -> bool {
+        match self {
+            RankKind::Rank(r) => r.moving_range(),
+            RankKind::Hclock => true,
+        }
+    }
+}
+
 /// What the tree knows about one ranked queue of a node.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct QueueNeeds {
-    pub discipline: Discipline,
+    pub ranks: RankKind,
     /// Whether the ranks are real time (hClock's reservation queue) rather than the
     /// discipline's own ranks.
     pub time_ranks: bool,
@@ -59,28 +78,27 @@ pub(crate) struct QueueNeeds {
 }
 
 fn default_geometry(needs: &QueueNeeds) -> (u64, usize) {
-    let d = needs.discipline;
     if needs.time_ranks {
         return (1_000, 4_096);
     }
-    match d {
-        Discipline::Strict => {
+    match needs.ranks {
+        RankKind::Rank(Rank::Strict) => {
             if needs.per_flow {
                 (1, 64)
             } else {
                 (1, needs.priority_levels.max(1))
             }
         }
-        Discipline::Srpt | Discipline::Pfabric => {
+        RankKind::Rank(Rank::Srpt | Rank::Pfabric) => {
             let g = u64::from(needs.mtu.max(1));
             (g, ((64u64 << 20) / g) as usize)
         }
-        Discipline::Edf => (10_000, 16_384),
-        Discipline::Wfq | Discipline::Hclock => {
+        RankKind::Rank(Rank::Edf) => (10_000, 16_384),
+        RankKind::Rank(Rank::Wfq) | RankKind::Hclock => {
             let span = u64::from(needs.mtu) * VT_SCALE / u64::from(needs.min_weight.max(1));
             ((span / 4_096).max(1).next_power_of_two(), 4_096)
         }
-        _ => (1_000, 4_096),
+        RankKind::Rank(Rank::Fifo | Rank::Lstf) => (1_000, 4_096),
     }
 }
 
@@ -89,7 +107,7 @@ pub(crate) fn plan(choice: &QueueChoice, needs: &QueueNeeds) -> QueuePlan {
     let (g0, b0) = default_geometry(needs);
     let granularity = choice.granularity.unwrap_or(g0);
     let buckets = choice.buckets.unwrap_or(b0).max(1);
-    let moving = needs.time_ranks || needs.discipline.moving_range();
+    let moving = needs.time_ranks || needs.ranks.moving_range();
     let occupancy = choice
         .occupancy
         .unwrap_or_else(|| (needs.units as f64 / buckets as f64).min(1.0));
@@ -151,9 +169,9 @@ pub(crate) fn plan(choice: &QueueChoice, needs: &QueueNeeds) -> QueuePlan {
 mod tests {
     use super::*;
 
-    fn needs(discipline: Discipline, units: usize) -> QueueNeeds {
+    fn needs(rank: Rank, units: usize) -> QueueNeeds {
         QueueNeeds {
-            discipline,
+            ranks: RankKind::Rank(rank),
             time_ranks: false,
             units,
             mtu: 1500,
@@ -166,20 +184,11 @@ mod tests {
     #[test]
     fn decision_tree_branches() {
         let auto = QueueChoice::AUTO;
+        assert_eq!(plan(&auto, &needs(Rank::Strict, 8)).kind, QueueKind::Ffs);
+        assert_eq!(plan(&auto, &needs(Rank::Srpt, 100)).kind, QueueKind::Hffs);
+        assert_eq!(plan(&auto, &needs(Rank::Wfq, 10)).kind, QueueKind::Cffs);
         assert_eq!(
-            plan(&auto, &needs(Discipline::Strict, 8)).kind,
-            QueueKind::Ffs
-        );
-        assert_eq!(
-            plan(&auto, &needs(Discipline::Srpt, 100)).kind,
-            QueueKind::Hffs
-        );
-        assert_eq!(
-            plan(&auto, &needs(Discipline::Wfq, 10)).kind,
-            QueueKind::Cffs
-        );
-        assert_eq!(
-            plan(&auto, &needs(Discipline::Wfq, 20_000)).kind,
+            plan(&auto, &needs(Rank::Wfq, 20_000)).kind,
             QueueKind::CircularApproxGradient
         );
         let small = QueueChoice {
@@ -187,14 +196,14 @@ mod tests {
             ..auto
         };
         assert_eq!(
-            plan(&small, &needs(Discipline::Edf, 10)).kind,
+            plan(&small, &needs(Rank::Edf, 10)).kind,
             QueueKind::BinaryHeap
         );
         let fixed = QueueChoice {
             kind: Some(QueueKind::BucketHeap),
             ..auto
         };
-        let p = plan(&fixed, &needs(Discipline::Edf, 10));
+        let p = plan(&fixed, &needs(Rank::Edf, 10));
         assert_eq!((p.kind, p.automatic), (QueueKind::BucketHeap, false));
     }
 }

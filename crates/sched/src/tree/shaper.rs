@@ -1,55 +1,56 @@
-//! Shaping decoupled from scheduling (Eiffel, NSDI'19, section 3.2.2, Figs. 6-7):
-//! every rate limit in the tree is a [`Gcra`] on one unit's output, and ONE
-//! time-indexed queue, the [`Shaper`], holds the release times of every throttled
-//! unit of the whole tree.
-//!
-//! A limited unit (a node, or a flow of a paced per-flow leaf) that has used up its
-//! allowance leaves its parent's queue and is filed in the shaper under its release
-//! time; when that time comes it re-enters its parent's queue. A unit therefore
-//! knows where it goes next: its parent, found through the tree. Non-limited units
-//! never touch the shaper.
-//!
-//! ## The limit: GCRA
-//! The generic cell rate algorithm is a token bucket written as one timestamp, the
-//! theoretical arrival time `TAT`, at which the bucket would be full again. Sending
-//! `L` bytes at time `t` sets `TAT = max(TAT, t - 1ns) + L/r` (the nanosecond absorbs
-//! whole-nanosecond release times). The unit may send when
-//! `t >= TAT - tau` with `tau = (burst - mtu) / r`: the bucket then holds at least one
-//! maximum-size packet's worth of tokens, so it never goes negative, and over any
-//! interval of length `T` at most `r T + burst` bytes leave. Long-run, the rate is
-//! exactly `r`: `TAT` advances by the exact cost of every byte, whatever the
-//! release times. Times are kept in ticks of `1/r` ns, in which every cost is a
-//! whole number (`8 * 10^9` ticks per byte), so no packet's cost is ever rounded.
-//! Since `now` has whole-nanosecond resolution and release times are rounded up, a
-//! send less than 1 ns after `TAT` counts as on time; otherwise every send at its
-//! release time would lose a fraction of a nanosecond and the rate would fall
-//! short of `r`. A `u128` of ticks holds 10^12 ns at 10^14 bit/s.
-//!
-//! ## The shaper
-//! A [`TimingWheel`] of release events. Its slot granularity `g` is the shaping
-//! precision: a unit may be released up to `g` before its exact release time (never
-//! more), which can let a burst exceed the limit by `r g` bytes but does not change
-//! the long-run rate. Release times beyond the wheel's horizon are filed in its last
-//! slot and re-checked when released (refiled if still early), so no limit is ever
-//! broken by the horizon.
+//! The tree's one shaper: a timing wheel of release events, and the [`Gcra`] every
+//! rate limit is (the design is documented on [`Gcra`]).
 
 use eiffel_queue::{Handle, OutOfRange, TimingWheel, WheelConfig};
 
 use super::spec::{RateLimit, ShaperSpec};
-use crate::packet::Nanos;
 use crate::scheduler::ConfigError;
-
-/// Ticks (of `1/rate` ns) per byte: `8 * 10^9`, whatever the rate.
-const TICKS_PER_BYTE: u128 = 8_000_000_000;
+use crate::time::{Nanos, Rate, Ticks};
 
 /// A rate limit's state: rate, burst tolerance, theoretical arrival time.
+///
+/// Shaping decoupled from scheduling (Eiffel, NSDI'19, section 3.2.2, Figs. 6-7):
+/// every rate limit in the tree is a [`Gcra`] on one unit's output, and ONE
+/// time-indexed queue, the shaper, holds the release times of every throttled
+/// unit of the whole tree.
+///
+/// A limited unit (a node, or a flow of a paced per-flow leaf) that has used up its
+/// allowance leaves its parent's queue and is filed in the shaper under its release
+/// time; when that time comes it re-enters its parent's queue. A unit therefore
+/// knows where it goes next: its parent, found through the tree. Non-limited units
+/// never touch the shaper.
+///
+/// ## The limit: GCRA
+/// The generic cell rate algorithm is a token bucket written as one timestamp, the
+/// theoretical arrival time `TAT`, at which the bucket would be full again. Sending
+/// `L` bytes at time `t` sets `TAT = max(TAT, t - 1ns) + L/r` (the nanosecond absorbs
+/// whole-nanosecond release times). The unit may send when
+/// `t >= TAT - tau` with `tau = (burst - mtu) / r`: the bucket then holds at least one
+/// maximum-size packet's worth of tokens, so it never goes negative, and over any
+/// interval of length `T` at most `r T + burst` bytes leave. Long-run, the rate is
+/// exactly `r`: `TAT` advances by the exact cost of every byte, whatever the
+/// release times. Times are kept in ticks of `1/r` ns ([`crate::time`]), in which
+/// every cost is a whole number (`8 * 10^9` ticks per byte), so no packet's cost is
+/// ever rounded.
+/// Since `now` has whole-nanosecond resolution and release times are rounded up, a
+/// send less than 1 ns after `TAT` counts as on time; otherwise every send at its
+/// release time would lose a fraction of a nanosecond and the rate would fall
+/// short of `r`. A `u128` of ticks holds 10^12 ns at 10^14 bit/s.
+///
+/// ## The shaper
+/// A [`TimingWheel`] of release events. Its slot granularity `g` is the shaping
+/// precision: a unit may be released up to `g` before its exact release time (never
+/// more), which can let a burst exceed the limit by `r g` bytes but does not change
+/// the long-run rate. Release times beyond the wheel's horizon are filed in its last
+/// slot and re-checked when released (refiled if still early), so no limit is ever
+/// broken by the horizon.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Gcra {
-    rate: u64,
+    rate: Rate,
     /// `(burst - mtu) / rate`, in ticks.
-    tau: u128,
+    tau: Ticks,
     /// Theoretical arrival time, in ticks.
-    tat: u128,
+    tat: Ticks,
 }
 
 impl Gcra {
@@ -57,11 +58,11 @@ impl Gcra {
     /// `mtu`).
     #[must_use]
     pub fn new(limit: RateLimit, mtu: u32) -> Self {
-        let rate = limit.rate.max(1);
+        let rate = Rate::from_bps(limit.rate.bps().max(1));
         let extra = limit.burst.saturating_sub(u64::from(mtu));
         Gcra {
             rate,
-            tau: u128::from(extra) * TICKS_PER_BYTE,
+            tau: Rate::tx_ticks(extra),
             tat: 0,
         }
     }
@@ -70,33 +71,30 @@ impl Gcra {
     #[inline]
     #[must_use]
     pub fn conforms(&self, now: Nanos) -> bool {
-        self.ticks(now) + self.tau >= self.tat
+        self.rate.ticks(now) + self.tau >= self.tat
     }
 
     /// The earliest time the unit may send (at or before `now` if it may now).
     #[inline]
     #[must_use]
     pub fn release_time(&self) -> Nanos {
-        let t = self.tat.saturating_sub(self.tau);
-        (t.div_ceil(u128::from(self.rate))).min(u128::from(u64::MAX)) as Nanos
+        self.rate.nanos_ceil(self.tat.saturating_sub(self.tau))
     }
 
     /// Accounts `len` bytes sent at `now` (less than 1 ns after `TAT` counts as
     /// on time: see the module docs).
     #[inline]
     pub fn on_send(&mut self, now: Nanos, len: u32) {
-        let on_time = self.ticks(now).saturating_sub(u128::from(self.rate) - 1);
-        self.tat = self.tat.max(on_time) + u128::from(len) * TICKS_PER_BYTE;
+        let on_time = self
+            .rate
+            .ticks(now)
+            .saturating_sub(u128::from(self.rate.bps()) - 1);
+        self.tat = self.tat.max(on_time) + Rate::tx_ticks(u64::from(len));
     }
 
-    #[inline]
-    fn ticks(&self, ns: Nanos) -> u128 {
-        u128::from(ns) * u128::from(self.rate)
-    }
-
-    /// The configured rate in bits per second.
+    /// The configured rate.
     #[must_use]
-    pub fn rate(&self) -> u64 {
+    pub fn rate(&self) -> Rate {
         self.rate
     }
 }
@@ -124,10 +122,12 @@ pub struct Shaper {
 impl Shaper {
     /// A shaper of the given geometry able to hold `capacity` throttled units.
     pub fn new(spec: ShaperSpec, capacity: usize) -> Result<Self, ConfigError> {
-        let cfg = WheelConfig::with_horizon(spec.horizon, spec.slots, capacity.max(1))
+        let cfg = WheelConfig::with_horizon(spec.horizon.as_nanos(), spec.slots, capacity.max(1))
             .beyond_horizon(OutOfRange::Clamp);
-        let wheel =
-            TimingWheel::new(cfg).map_err(|e| ConfigError::Invalid(format!("shaper: {e}")))?;
+        let wheel = TimingWheel::new(cfg).map_err(|source| ConfigError::Queue {
+            what: "shaper".to_owned(),
+            source,
+        })?;
         let granularity = wheel.granularity();
         Ok(Shaper { wheel, granularity })
     }
@@ -138,13 +138,8 @@ impl Shaper {
         self.granularity
     }
 
-    /// Throttled units held.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.wheel.len()
-    }
-
     /// Whether no unit is throttled.
+    #[cfg(test)]
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.wheel.is_empty()
@@ -200,7 +195,7 @@ mod tests {
         // 8 Mbit/s = 1 byte per us; burst 3000 B with a 1000-byte MTU.
         let mut g = Gcra::new(
             RateLimit {
-                rate: 8_000_000,
+                rate: Rate::from_bps(8_000_000),
                 burst: 3_000,
             },
             1_000,
@@ -233,7 +228,7 @@ mod tests {
         // 100 Gbit/s: 1500 B cost 120 ns exactly; a million packets take 120 ms.
         let mut g = Gcra::new(
             RateLimit {
-                rate: 100_000_000_000,
+                rate: Rate::from_bps(100_000_000_000),
                 burst: 1_500,
             },
             1_500,
@@ -248,7 +243,7 @@ mod tests {
         // 2^-16 ns per packet (under 16 ns in a million packets, 3 ppm).
         let mut g = Gcra::new(
             RateLimit {
-                rate: 100_000_000_000,
+                rate: Rate::from_bps(100_000_000_000),
                 burst: 1_500,
             },
             1_500,
@@ -264,7 +259,7 @@ mod tests {
     fn shaper_releases_in_time_order() {
         let mut s = Shaper::new(
             ShaperSpec {
-                horizon: 1_000_000,
+                horizon: crate::time::Duration::from_nanos(1_000_000),
                 slots: 1_000,
             },
             4,

@@ -27,6 +27,7 @@
 use core::fmt;
 
 use crate::packet::{Nanos, Packet};
+use crate::time::Rate;
 
 /// Virtual-time units per byte at weight 1: `L` bytes at weight `w` advance a
 /// unit's virtual time by `L * VT_SCALE / w`. 2^16 keeps one byte at the largest
@@ -40,8 +41,10 @@ pub struct Unit {
     pub weight: u32,
     /// Configured priority (children: their `priority`; flows: 0).
     pub priority: u32,
-    /// Reserved rate in bits/s for hClock (0: none).
-    pub reservation: u64,
+    /// Reserved rate for hClock; zero for none. (Not an `Option`: a unit is 40
+    /// bytes and per-flow leaves keep one per flow, so every byte of it costs
+    /// cache at a million flows.)
+    pub reservation: Rate,
     /// Free for the transaction (`wfq`: virtual start; hClock: reservation tag).
     pub start: u64,
     /// Free for the transaction (`wfq`: virtual finish; hClock: share tag).
@@ -51,11 +54,58 @@ pub struct Unit {
     pub queued_min: u64,
 }
 
-/// A rank function for one node, with on-enqueue and on-dequeue hooks.
+/// A rank function for one node, with on-enqueue and on-dequeue hooks: the
+/// extension point for policies the built-in disciplines do not cover.
 ///
 /// The node calls exactly one of `on_activate` / `on_dequeue(.., Some(next))` to
 /// give a unit its rank when it enters the queue or stays in it after a send, and
-/// `on_enqueue` whenever a packet enters the subtree of a queued unit.
+/// `on_enqueue` whenever a packet enters the subtree of a queued unit. Lower ranks
+/// leave first; the node keeps the queue its policy configured, so choose one
+/// whose geometry suits the ranks (an exact `binary_heap`, or a bucketed queue
+/// whose granularity and buckets cover their range).
+///
+/// ```
+/// use eiffel_queue::QueueKind;
+/// use eiffel_sched::tree::{Discipline, NodeSpec, QueueChoice, Transaction, TreeSpec, Unit};
+/// use eiffel_sched::{Nanos, Packet, PolicyTree, Scheduler};
+///
+/// /// Serves the child whose next packet is the shortest.
+/// #[derive(Debug)]
+/// struct ShortestFirst;
+///
+/// impl Transaction for ShortestFirst {
+///     fn name(&self) -> &str {
+///         "shortest-first"
+///     }
+///     fn on_activate(&mut self, _: &mut Unit, head: &Packet, _: Nanos) -> u64 {
+///         u64::from(head.len)
+///     }
+///     fn on_enqueue(&mut self, _: &mut Unit, _: &Packet, head: &Packet, _: Nanos) -> Option<u64> {
+///         Some(u64::from(head.len))
+///     }
+///     fn on_dequeue(&mut self, _: &mut Unit, _: &Packet, next: Option<&Packet>, _: Nanos) -> u64 {
+///         next.map_or(0, |p| u64::from(p.len))
+///     }
+/// }
+///
+/// let mut spec = TreeSpec::new(64);
+/// let mut root = NodeSpec::new("root", None);
+/// // Ranks are byte counts: an exact heap orders them.
+/// root.discipline = Discipline::FIFO.on(QueueChoice::kind(QueueKind::BinaryHeap));
+/// let r = spec.add(root);
+/// spec.add(NodeSpec::new("bulk", Some(r)));
+/// spec.add(NodeSpec::new("acks", Some(r)));
+/// let mut tree = PolicyTree::new(spec).unwrap();
+/// tree.set_transaction("root", Box::new(ShortestFirst)).unwrap();
+/// assert_eq!(tree.node(0).discipline.as_deref(), Some("shortest-first"));
+///
+/// let (bulk, acks) = (tree.leaf("bulk").unwrap(), tree.leaf("acks").unwrap());
+/// tree.enqueue(Packet::new(0, 1500).class(bulk), 0).unwrap();
+/// tree.enqueue(Packet::new(1, 64).class(acks), 0).unwrap();
+/// tree.enqueue(Packet::new(0, 1500).class(bulk), 0).unwrap();
+/// let order: Vec<u32> = (0..3).map(|_| tree.dequeue(0).unwrap().len).collect();
+/// assert_eq!(order, [64, 1500, 1500]);
+/// ```
 pub trait Transaction: Send + fmt::Debug {
     /// Name shown by `eiffel check`.
     fn name(&self) -> &str;
@@ -200,5 +250,16 @@ impl Builtin {
             Builtin::Custom(t) => t.on_dequeue(unit, sent, next, now),
             b => next.map_or(0, |h| b.head_rank(unit, h, is_flow)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_unit_stays_40_bytes() {
+        // Per-flow leaves keep one unit per flow: a million flows of them.
+        assert_eq!(core::mem::size_of::<Unit>(), 40);
     }
 }

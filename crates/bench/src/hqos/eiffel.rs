@@ -1,0 +1,185 @@
+//! Eiffel's side: the policy tree of the hierarchy, driven by the port's byte
+//! clock.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use eiffel_sched::{ClassId, Nanos, Packet, PolicyTree, Scheduler};
+
+use super::hierarchy::Hierarchy;
+use super::shares::{Served, Window};
+use super::stream::Stream;
+use super::{Outcome, BURST};
+use crate::BenchError;
+
+/// rte_sched's notion of time: the port's byte clock, which runs at the port's
+/// rate with the wall clock and moves ahead by every byte sent faster than that
+/// (a port sending faster than its rate is never idle).
+#[derive(Debug)]
+pub struct PortClock {
+    start: Instant,
+    bytes: u64,
+    bytes_per_sec: u64,
+}
+
+impl PortClock {
+    /// A clock starting now for a port of `bytes_per_sec`.
+    #[must_use]
+    pub fn new(bytes_per_sec: u64) -> PortClock {
+        PortClock {
+            start: Instant::now(),
+            bytes: 0,
+            bytes_per_sec: bytes_per_sec.max(1),
+        }
+    }
+
+    /// `len` bytes left the port.
+    #[inline]
+    pub fn sent(&mut self, len: u32) {
+        self.bytes += u64::from(len);
+    }
+
+    /// Nanoseconds since the start: the wall clock or the bytes sent at the
+    /// port's rate, whichever is ahead.
+    #[inline]
+    pub fn now(&self) -> Nanos {
+        let wall = self.start.elapsed().as_nanos() as u64;
+        let sent = (u128::from(self.bytes) * 1_000_000_000 / u128::from(self.bytes_per_sec)) as u64;
+        wall.max(sent)
+    }
+
+    /// Wall time since the start.
+    #[must_use]
+    pub fn elapsed(&self) -> Duration {
+        self.start.elapsed()
+    }
+}
+
+/// The tree of a hierarchy and the leaf of every queue.
+struct Port {
+    tree: PolicyTree,
+    leaves: Vec<ClassId>,
+    drops: u64,
+}
+
+impl Port {
+    fn new(h: &Hierarchy, subports: u32, pipes: u32, capacity: u32) -> Result<Port, BenchError> {
+        let (spec, leaves) = h.tree_spec(subports, pipes, capacity);
+        let tree = PolicyTree::new(spec)?;
+        Ok(Port {
+            tree,
+            leaves,
+            drops: 0,
+        })
+    }
+
+    /// Offers the stream's next packet; returns whether the tree took it.
+    #[inline]
+    fn offer(&mut self, stream: &mut Stream, now: Nanos) -> bool {
+        let a = stream.next_arrival();
+        let pkt = Packet::new(a.queue, a.len).class(self.leaves[a.queue as usize]);
+        let taken = self.tree.enqueue(pkt, now).is_ok();
+        self.drops += u64::from(!taken);
+        taken
+    }
+}
+
+/// Enqueue plus dequeue cost with every rate lifted (see [`Hierarchy::lifted`]):
+/// `backlog` packets queued, then bursts of up to 32 dequeued and as many new
+/// packets enqueued; one warm-up pass then `reps` timed runs of `packets`.
+pub fn throughput(
+    h: &Hierarchy,
+    subports: u32,
+    pipes: u32,
+    backlog: usize,
+    packets: u64,
+    reps: usize,
+) -> Result<Outcome, BenchError> {
+    let queues = Hierarchy::queues(subports, pipes);
+    let mut port = Port::new(h, subports, pipes, (backlog + 2 * BURST) as u32)?;
+    let mut stream = Stream::new(queues, super::STREAM_LEN);
+    for _ in 0..backlog {
+        let _ = port.offer(&mut stream, 0);
+    }
+    let mut clock = PortClock::new(h.port_bytes_per_sec());
+    let mut run = |port: &mut Port, clock: &mut PortClock, packets: u64| {
+        let mut sent = 0;
+        while sent < packets {
+            let now = clock.now();
+            let mut got = 0;
+            while got < BURST {
+                let Some(pkt) = port.tree.dequeue(now) else {
+                    break;
+                };
+                clock.sent(pkt.len);
+                black_box(pkt);
+                got += 1;
+            }
+            for _ in 0..got {
+                let _ = port.offer(&mut stream, now);
+            }
+            sent += got as u64;
+            if got == 0 && port.tree.backlog().packets == 0 {
+                break;
+            }
+        }
+        sent
+    };
+    run(&mut port, &mut clock, backlog as u64);
+    let (mut cpu, mut wall) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
+    for _ in 0..reps {
+        let (c, w) = super::timed(|| run(&mut port, &mut clock, packets));
+        cpu.push(c);
+        wall.push(w);
+    }
+    port.tree.check_invariants();
+    Ok(Outcome {
+        ns_per_packet: cpu,
+        wall_ns_per_packet: wall,
+        drops: port.drops,
+    })
+}
+
+/// Overload on the hierarchy as written (one subport of its pipes): bursts of
+/// 32 offered at [`super::OFFERED_PPS`] and up to 32 dequeued per step for the `window`'s wall
+/// time; returns the bytes each queue sent in it.
+pub fn shares(h: &Hierarchy, window: Window) -> Result<Served, BenchError> {
+    let pipes = h.profiles.len() as u32;
+    let queues = Hierarchy::queues(1, pipes);
+    let capacity = queues as u32 * u32::from(*h.qsize.iter().max().unwrap_or(&64));
+    let mut port = Port::new(h, 1, pipes, capacity)?;
+    let mut stream = Stream::new(queues, super::STREAM_LEN);
+    let mut served = Served::new(queues);
+    let mut clock = PortClock::new(h.port_bytes_per_sec());
+    let end = window.end();
+    let mut last = Duration::ZERO;
+    loop {
+        let elapsed = clock.elapsed();
+        if elapsed >= end {
+            break;
+        }
+        let now = clock.now();
+        for _ in 0..super::bursts_due(elapsed - last) * BURST {
+            let _ = port.offer(&mut stream, now);
+        }
+        last = elapsed;
+        // Bursts until one comes back short: everything eligible is sent.
+        loop {
+            let mut got = 0;
+            while got < BURST {
+                let Some(pkt) = port.tree.dequeue(now) else {
+                    break;
+                };
+                got += 1;
+                clock.sent(pkt.len);
+                served.add(pkt.flow as usize, pkt.len, window.weight(elapsed));
+            }
+            if got < BURST {
+                break;
+            }
+        }
+        std::thread::sleep(super::IDLE);
+    }
+    port.tree.check_invariants();
+    Ok(served)
+}

@@ -1,0 +1,376 @@
+//! The hierarchy of `eiffel bench hqos`, read from a policy file shaped like
+//! DPDK's `rte_sched` (port, subport, pipe profiles of 13 traffic classes and 16
+//! queues), and laid out at any size for both schedulers.
+
+use eiffel_policy::Policy;
+use eiffel_sched::time::Rate;
+use eiffel_sched::tree::{Discipline, NodeSpec, Rank, TreeSpec};
+use eiffel_sched::ClassId;
+
+/// Traffic classes per pipe: 12 strict-priority classes and best effort.
+pub const TRAFFIC_CLASSES: usize = 13;
+/// The best-effort class.
+pub const BE_TC: usize = 12;
+/// Queues of the best-effort class.
+pub const BE_QUEUES: usize = 4;
+/// Queues per pipe.
+pub const QUEUES_PER_PIPE: usize = 16;
+
+/// A rate limit: bits per second and a burst in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limit {
+    /// Bits per second.
+    pub bps: u64,
+    /// Bytes.
+    pub burst: u64,
+}
+
+/// One pipe profile: the pipe's limit, each class's cap, the best-effort
+/// queues' weights.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Profile {
+    /// The pipe node's name in the file.
+    pub name: String,
+    /// The pipe's limit.
+    pub pipe: Limit,
+    /// Each traffic class's cap (the best-effort class's is its node's limit).
+    pub tc: [Limit; TRAFFIC_CLASSES],
+    /// Weights of the best-effort queues.
+    pub weights: [u32; BE_QUEUES],
+}
+
+/// The hierarchy a policy file describes.
+#[derive(Clone, Debug)]
+pub struct Hierarchy {
+    /// The port's rate and burst (the root's limit).
+    pub port: Limit,
+    /// Every subport's limit.
+    pub subport: Limit,
+    /// Pipe profiles, in file order; pipe `p` of a subport takes profile
+    /// `p % len`.
+    pub profiles: Vec<Profile>,
+    /// Packets each queue of a class holds.
+    pub qsize: [u16; TRAFFIC_CLASSES],
+    /// The file's specification (disciplines, queues, shaper, mtu).
+    template: TreeSpec,
+    root: usize,
+    subport_node: usize,
+    pipe_nodes: Vec<usize>,
+}
+
+/// What makes a policy file unfit for the hierarchy.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {message}")]
+pub struct ShapeError {
+    file: String,
+    message: String,
+}
+
+/// Where queue `q` of a pipe sits: traffic class and queue within the class.
+#[must_use]
+pub fn tc_of(q: usize) -> (usize, usize) {
+    if q < BE_TC {
+        (q, 0)
+    } else {
+        (BE_TC, q - BE_TC)
+    }
+}
+
+fn limit_of(spec: &NodeSpec) -> Option<Limit> {
+    spec.limit.map(|l| Limit {
+        bps: l.rate.bps(),
+        burst: l.burst,
+    })
+}
+
+impl Hierarchy {
+    /// Reads the hierarchy of `policy`: a root with a limit (the port), one child
+    /// with a limit (the subport template), whose children are pipes with a
+    /// limit and strict priority over 12 FIFO leaves (priorities 0-11) and one
+    /// weighted node (priority 12) of 4 FIFO leaves; every leaf with a capacity
+    /// that is a power of two, the same per class in every pipe.
+    pub fn from_policy(policy: &Policy) -> Result<Hierarchy, ShapeError> {
+        let spec = policy.spec().clone();
+        let err = |message: String| ShapeError {
+            file: policy.file_name().to_string(),
+            message,
+        };
+        let kids = spec.child_lists();
+        let name = |i: usize| spec.nodes[i].name.clone();
+        let root = spec.root().ok_or_else(|| err("no root".into()))?;
+        let port = limit_of(&spec.nodes[root]).ok_or_else(|| {
+            err(format!(
+                "the root {:?} needs a limit: the port's rate",
+                name(root)
+            ))
+        })?;
+        let [subport_node] = kids[root][..] else {
+            return Err(err(format!(
+                "the root {:?} needs exactly one child, the subport (it has {})",
+                name(root),
+                kids[root].len()
+            )));
+        };
+        let subport = limit_of(&spec.nodes[subport_node]).ok_or_else(|| {
+            err(format!(
+                "the subport {:?} needs a limit",
+                name(subport_node)
+            ))
+        })?;
+        let pipe_nodes = kids[subport_node].clone();
+        if pipe_nodes.is_empty() {
+            return Err(err(format!(
+                "the subport {:?} has no pipe",
+                name(subport_node)
+            )));
+        }
+        let mut qsize: Option<[u16; TRAFFIC_CLASSES]> = None;
+        let mut profiles = Vec::new();
+        for &p in &pipe_nodes {
+            let (profile, sizes) = read_pipe(&spec, &kids, p).map_err(err)?;
+            if let Some(q) = qsize.filter(|q| *q != sizes) {
+                return Err(err(format!(
+                    "pipe {:?}: queue capacities {sizes:?} differ from the first pipe's {q:?} (rte_sched sizes queues per subport)",
+                    name(p)
+                )));
+            }
+            qsize = Some(sizes);
+            profiles.push(profile);
+        }
+        Ok(Hierarchy {
+            port,
+            subport,
+            profiles,
+            qsize: qsize.expect("at least one pipe"),
+            template: spec,
+            root,
+            subport_node,
+            pipe_nodes,
+        })
+    }
+
+    /// Queue size of the throughput runs: their backlog averages one packet per
+    /// queue, and rte_sched's queue arrays for 64K queues stay at 128 MiB.
+    pub const LIFTED_QSIZE: u16 = 256;
+
+    /// The same hierarchy with every rate at the port's rate, so that no limit
+    /// binds and a run measures the cost of scheduling, never idle time; queues
+    /// of at most [`Self::LIFTED_QSIZE`] packets.
+    #[must_use]
+    pub fn lifted(&self) -> Hierarchy {
+        let mut h = self.clone();
+        for q in &mut h.qsize {
+            *q = (*q).min(Self::LIFTED_QSIZE);
+        }
+        let port = self.port.bps;
+        h.subport.bps = port;
+        for p in &mut h.profiles {
+            p.pipe.bps = port;
+            for tc in &mut p.tc {
+                tc.bps = port;
+            }
+        }
+        for n in &mut h.template.nodes {
+            if let Some(l) = &mut n.limit {
+                l.rate = Rate::from_bps(port);
+            }
+        }
+        h
+    }
+
+    /// Queues of `subports` subports of `pipes` pipes.
+    #[must_use]
+    pub fn queues(subports: u32, pipes: u32) -> usize {
+        subports as usize * pipes as usize * QUEUES_PER_PIPE
+    }
+
+    /// Eiffel's tree for `subports` subports of `pipes` pipes each, holding
+    /// `capacity` packets, and the leaf of every queue: queue `(s * pipes + p) *
+    /// 16 + q` of pipe `p` of subport `s`.
+    #[must_use]
+    pub fn tree_spec(&self, subports: u32, pipes: u32, capacity: u32) -> (TreeSpec, Vec<ClassId>) {
+        let t = &self.template;
+        let kids = t.child_lists();
+        let mut spec = TreeSpec::new(capacity);
+        spec.mtu = t.mtu;
+        spec.shaper = t.shaper;
+        let mut root = t.nodes[self.root].clone();
+        root.parent = None;
+        let root = spec.add(root);
+        let mut leaves = Vec::with_capacity(Self::queues(subports, pipes));
+        for s in 0..subports {
+            let mut sub = t.nodes[self.subport_node].clone();
+            sub.name = format!("s{s}");
+            sub.parent = Some(root);
+            let sub = spec.add(sub);
+            for p in 0..pipes {
+                let tp = self.pipe_nodes[p as usize % self.pipe_nodes.len()];
+                let mut pipe = t.nodes[tp].clone();
+                pipe.name = format!("s{s}p{p}");
+                pipe.parent = Some(sub);
+                let pipe = spec.add(pipe);
+                let mut queue = [0 as ClassId; QUEUES_PER_PIPE];
+                for &c in &kids[tp] {
+                    let mut class = t.nodes[c].clone();
+                    let prio = class.priority as usize;
+                    class.name = format!("s{s}p{p}tc{prio}");
+                    class.parent = Some(pipe);
+                    if prio < BE_TC {
+                        class.capacity = Some(u32::from(self.qsize[prio]));
+                    }
+                    let class_id = spec.add(class);
+                    if prio < BE_TC {
+                        queue[prio] = class_id as ClassId;
+                        continue;
+                    }
+                    for (k, &l) in kids[c].iter().enumerate() {
+                        let mut leaf = t.nodes[l].clone();
+                        leaf.name = format!("s{s}p{p}be{k}");
+                        leaf.parent = Some(class_id);
+                        leaf.capacity = Some(u32::from(self.qsize[BE_TC]));
+                        queue[BE_TC + k] = spec.add(leaf) as ClassId;
+                    }
+                }
+                leaves.extend_from_slice(&queue);
+            }
+        }
+        (spec, leaves)
+    }
+
+    /// The hierarchy's byte rate (bits per second / 8) of the port.
+    #[must_use]
+    pub fn port_bytes_per_sec(&self) -> u64 {
+        self.port.bps / 8
+    }
+
+    /// The file's largest packet.
+    #[must_use]
+    pub fn mtu(&self) -> u32 {
+        self.template.mtu
+    }
+}
+
+/// The weights of best-effort class `c`'s four FIFO queues.
+fn read_best_effort(
+    spec: &TreeSpec,
+    kids: &[Vec<usize>],
+    c: usize,
+) -> Result<[u32; BE_QUEUES], String> {
+    let class = &spec.nodes[c];
+    if kids[c].len() != BE_QUEUES || kids[c].iter().any(|&l| !kids[l].is_empty()) {
+        return Err(format!(
+            "the best-effort class {:?} (priority 12) must have {BE_QUEUES} FIFO queues",
+            class.name
+        ));
+    }
+    if !matches!(
+        class.discipline,
+        Discipline::FairQueue(_)
+            | Discipline::Ranked {
+                rank: Rank::Wfq,
+                ..
+            }
+    ) {
+        return Err(format!(
+            "the best-effort class {:?} must share by weight",
+            class.name
+        ));
+    }
+    let mut weights = [0u32; BE_QUEUES];
+    for (k, &l) in kids[c].iter().enumerate() {
+        weights[k] = spec.nodes[l].weight;
+        if !(1..=255).contains(&weights[k]) {
+            return Err(format!(
+                "queue {:?}: rte_sched's WRR weights are 1 to 255",
+                spec.nodes[l].name
+            ));
+        }
+    }
+    Ok(weights)
+}
+
+/// The one capacity of class `name`'s queues `leaves`: rte_sched's qsize.
+fn class_qsize(spec: &TreeSpec, name: &str, leaves: &[usize]) -> Result<u16, String> {
+    let caps: Vec<u32> = leaves
+        .iter()
+        .map(|&l| spec.nodes[l].capacity.unwrap_or(0))
+        .collect();
+    let cap = caps[0];
+    if caps.iter().any(|&x| x != cap) || !cap.is_power_of_two() || cap > 32_768 {
+        return Err(format!(
+            "the queues of class {name:?} need one capacity, a power of two up to 32768 (rte_sched's qsize)"
+        ));
+    }
+    Ok(cap as u16)
+}
+
+/// Reads pipe node `p`: its profile and its classes' queue capacities.
+fn read_pipe(
+    spec: &TreeSpec,
+    kids: &[Vec<usize>],
+    p: usize,
+) -> Result<(Profile, [u16; TRAFFIC_CLASSES]), String> {
+    let node = &spec.nodes[p];
+    let name = &node.name;
+    let pipe = limit_of(node).ok_or_else(|| format!("pipe {name:?} needs a limit"))?;
+    if !matches!(
+        node.discipline,
+        Discipline::Ranked {
+            rank: Rank::Strict,
+            ..
+        }
+    ) {
+        return Err(format!(
+            "pipe {name:?} must be `strict` over its traffic classes"
+        ));
+    }
+    if kids[p].len() != TRAFFIC_CLASSES {
+        return Err(format!(
+            "pipe {name:?} has {} children; rte_sched's pipes have {TRAFFIC_CLASSES} traffic classes",
+            kids[p].len()
+        ));
+    }
+    let no_cap = pipe;
+    let mut tc = [no_cap; TRAFFIC_CLASSES];
+    let mut qsize = [0u16; TRAFFIC_CLASSES];
+    let mut seen = [false; TRAFFIC_CLASSES];
+    let mut weights = [0u32; BE_QUEUES];
+    for &c in &kids[p] {
+        let class = &spec.nodes[c];
+        let prio = class.priority as usize;
+        if prio >= TRAFFIC_CLASSES || seen[prio] {
+            return Err(format!(
+                "traffic class {:?}: priorities of a pipe's classes are 0 to 12, each once",
+                class.name
+            ));
+        }
+        seen[prio] = true;
+        tc[prio] = limit_of(class).unwrap_or(no_cap);
+        if tc[prio].bps > pipe.bps {
+            return Err(format!(
+                "traffic class {:?}: its cap exceeds its pipe's limit",
+                class.name
+            ));
+        }
+        let leaves: Vec<usize> = if prio < BE_TC {
+            if !kids[c].is_empty() {
+                return Err(format!(
+                    "traffic class {:?} (priority {prio}) must be one FIFO queue",
+                    class.name
+                ));
+            }
+            vec![c]
+        } else {
+            weights = read_best_effort(spec, kids, c)?;
+            kids[c].clone()
+        };
+        qsize[prio] = class_qsize(spec, &class.name, &leaves)?;
+    }
+    let profile = Profile {
+        name: name.clone(),
+        pipe,
+        tc,
+        weights,
+    };
+    Ok((profile, qsize))
+}

@@ -1,0 +1,152 @@
+//! `eiffel bench hqos`: the hierarchy read from examples/policies/hqos.toml,
+//! Eiffel's shares under overload against the fluid reference, and (with the
+//! `dpdk` feature) against DPDK's rte_sched on the same hierarchy and stream.
+
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use eiffel_bench::hqos::hierarchy::{Hierarchy, QUEUES_PER_PIPE, TRAFFIC_CLASSES};
+use eiffel_bench::hqos::shares::{compare, fluid, TOLERANCE};
+use eiffel_bench::hqos::{eiffel_shares, load, share_window, throughput, Arch};
+use eiffel_policy::Policy;
+
+/// The overload runs are timed on the wall clock: one at a time, and not beside
+/// the throughput runs (busy loops).
+static WALL_CLOCK: Mutex<()> = Mutex::new(());
+
+fn example() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/policies/hqos.toml")
+}
+
+#[test]
+fn the_example_is_rte_sched_shaped() {
+    let h = load(&example()).expect("hqos.toml reads as a hierarchy");
+    assert_eq!(h.port.bps, 1_000_000_000);
+    assert_eq!(h.profiles.len(), 4);
+    assert_eq!(h.qsize, [2048; TRAFFIC_CLASSES]);
+    assert_eq!(h.lifted().qsize, [256; TRAFFIC_CLASSES]);
+    let d = &h.profiles[3];
+    assert_eq!(d.pipe.bps, 350_000_000);
+    assert_eq!(d.weights, [1, 2, 3, 4]);
+    assert!(d.tc[..12].iter().all(|l| l.bps == 10_000_000));
+    // Laid out at 1K queues: 4 subports of 16 pipes, every queue a distinct leaf.
+    let (spec, leaves) = h.lifted().tree_spec(4, 16, 2048);
+    assert_eq!(leaves.len(), 1024);
+    let mut distinct = leaves.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 1024);
+    assert_eq!(spec.nodes.len(), 1 + 4 + 64 * (1 + QUEUES_PER_PIPE + 1));
+    assert!(spec
+        .nodes
+        .iter()
+        .filter_map(|n| n.limit)
+        .all(|l| l.rate.bps() == h.port.bps));
+}
+
+#[test]
+fn a_policy_of_another_shape_is_refused_naming_the_node() {
+    let text = std::fs::read_to_string(example()).expect("example");
+    // Drop one strict class of pipe b (and the rule that names it).
+    let cut: String = text
+        .lines()
+        .filter(|l| !l.contains("\"b-tc7\""))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let policy = Policy::parse(&cut, "cut.toml").expect("still a valid policy");
+    let err = Hierarchy::from_policy(&policy).expect_err("12 classes");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("cut.toml") && msg.contains("pipe \"b\""),
+        "{msg}"
+    );
+    assert!(msg.contains("13 traffic classes"), "{msg}");
+}
+
+#[test]
+fn eiffel_gives_the_fluid_shares_under_overload() {
+    let _one = WALL_CLOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let h = load(&example()).expect("example");
+    let run = || {
+        compare(
+            &eiffel_shares(&h, share_window(true)).expect("run"),
+            None,
+            &fluid(&h),
+        )
+    };
+    let mut rows = run();
+    // Wall-clock runs on a shared machine: measured once more before failing.
+    if rows.iter().any(|r| r.difference > TOLERANCE) {
+        rows = run();
+    }
+    for r in &rows {
+        assert!(
+            r.difference <= TOLERANCE,
+            "{}: eiffel {:.4} vs fluid {:.4}",
+            r.what,
+            r.eiffel,
+            r.fluid
+        );
+    }
+}
+
+#[test]
+fn throughput_runs_keep_every_packet() {
+    let _one = WALL_CLOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let h = load(&example()).expect("example");
+    let e = throughput(Arch::Eiffel, &h, 16, 20_000, 2)
+        .expect("run")
+        .expect("eiffel");
+    assert_eq!(e.drops, 0);
+    assert_eq!(e.ns_per_packet.len(), 2);
+}
+
+#[cfg(feature = "dpdk")]
+mod dpdk {
+    use super::*;
+    use eiffel_bench::hqos::check_shares;
+
+    #[test]
+    fn rte_sched_and_eiffel_give_the_same_pipe_and_class_shares() {
+        let _one = WALL_CLOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let h = load(&example()).expect("example");
+        // Wall-clock runs on a shared machine: measured once more before failing.
+        let mut check = check_shares(&h, share_window(true)).expect("run");
+        if !check.passes() {
+            check = check_shares(&h, share_window(true)).expect("run");
+        }
+        assert!(check.against_rte_sched);
+        let table: Vec<String> = check
+            .rows
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} eiffel {:.4} rte_sched {:.4} fluid {:.4}",
+                    r.what,
+                    r.eiffel,
+                    r.rte_sched.unwrap_or(f64::NAN),
+                    r.fluid
+                )
+            })
+            .collect();
+        assert!(
+            check.passes(),
+            "worst {:.3}:\n{}",
+            check.worst,
+            table.join("\n")
+        );
+        // Both delivered close to the configured 800 Mbit/s.
+        assert!(check.eiffel_bps > 0.9 * check.fluid_bps);
+        assert!(check.rte_sched_bps.expect("rte_sched ran") > 0.8 * check.fluid_bps);
+    }
+
+    #[test]
+    fn rte_sched_throughput_runs_keep_every_mbuf() {
+        let _one = WALL_CLOCK.lock().unwrap_or_else(|e| e.into_inner());
+        let h = load(&example()).expect("example");
+        let d = throughput(Arch::RteSched, &h, 16, 20_000, 2)
+            .expect("run")
+            .expect("rte_sched");
+        assert_eq!(d.drops, 0);
+    }
+}

@@ -1,0 +1,303 @@
+//! The `[classify]` section of a policy file: which packets go to which leaf, and
+//! the flow table that remembers it for live traffic.
+//!
+//! ```toml
+//! [classify]
+//! default = "best_effort"     # leaf for every packet no rule matches
+//! max_flows = 65536           # flow-table capacity (default: see below)
+//! idle_timeout = "30s"        # a flow idle this long expires (default 30 s)
+//! malformed = "forward"       # or "drop" (default "forward")
+//!
+//! [[classify.rule]]           # rules are tried in file order; the first match wins
+//! leaf = "voice"
+//! protocol = "udp"
+//! dscp = ["ef", 40]
+//! ```
+//!
+//! The conditions of a rule are [`eiffel_classify::RuleSpec`]'s (header fields for
+//! live traffic, `flow` and `class` ids for simulated workloads); `default` is
+//! required when the policy has more than one leaf.
+//!
+//! # The flow table and per-flow leaves
+//! Live flow ids are flow-table slots, `0..max_flows`, and a per-flow leaf keeps
+//! one FIFO per flow id: a leaf with fewer flows than the table would drop every
+//! flow beyond its range. The compiler therefore refuses a `max_flows` above any
+//! per-flow leaf's `flows`, and without `max_flows` sizes the table to 65,536 or
+//! the smallest per-flow leaf, whichever is less.
+
+pub use eiffel_classify::{ClassifyError, ClassifySpec};
+use eiffel_classify::{FlowTableConfig, MalformedAction, RuleError, RuleSet, RuleSpec};
+use eiffel_sched::tree::TreeSpec;
+use eiffel_sched::{ClassId, Duration};
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::error::{KeyIndex, PolicyError};
+use crate::units::Time;
+
+/// Flow-table capacity when neither `max_flows` nor a per-flow leaf says less.
+pub const DEFAULT_MAX_FLOWS: u32 = 65_536;
+
+/// Flow idle timeout when `idle_timeout` is not given.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Largest `max_flows` accepted.
+pub const MAX_FLOWS: u32 = eiffel_classify::FlowTable::MAX_FLOWS;
+
+/// The `[classify]` section as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ClassifyFile {
+    default: Spanned<String>,
+    max_flows: Option<Spanned<i64>>,
+    idle_timeout: Option<Spanned<Time>>,
+    #[serde(default)]
+    malformed: MalformedAction,
+    #[serde(default, rename = "rule")]
+    rules: Vec<RuleSpec>,
+}
+
+/// The flow-table capacity: `max_flows` if given (at most every per-flow leaf's
+/// `flows`), else the default capped by the smallest per-flow leaf.
+fn max_flows(
+    index: &KeyIndex,
+    written: Option<&Spanned<i64>>,
+    spec: &TreeSpec,
+) -> Result<u32, PolicyError> {
+    let per_flow = spec
+        .nodes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| n.per_flow.map(|pf| (i, pf.max_flows)));
+    let Some(w) = written else {
+        let smallest = per_flow.map(|(_, f)| f).min();
+        return Ok(smallest.map_or(DEFAULT_MAX_FLOWS, |f| f.min(DEFAULT_MAX_FLOWS)));
+    };
+    let table = index.int_in(
+        w,
+        "classify.max_flows",
+        1,
+        i64::from(MAX_FLOWS),
+        Some("max_flows"),
+    )? as u32;
+    for (i, flows) in per_flow {
+        if flows < table {
+            let name = &spec.nodes[i].name;
+            return Err(index.at_key(
+                &format!("node[{i}].flows"),
+                format!(
+                    "per-flow leaf `{name}` holds {flows} flows but the flow table (`classify.max_flows`) holds {table}: live flow ids go up to the table's size, so give the leaf `flows = {table}` or lower `max_flows`"
+                ),
+            ));
+        }
+    }
+    Ok(table)
+}
+
+/// Why a name is not a leaf, for messages.
+fn hint_leaf(spec: &TreeSpec, name: &str) -> &'static str {
+    match spec.find(name) {
+        Some(_) => " (it has children: packets enter at leaves)",
+        None => "",
+    }
+}
+
+/// A rule compilation error at the key it concerns.
+fn rule_error(index: &KeyIndex, spec: &TreeSpec, e: &RuleError) -> PolicyError {
+    let (path, msg) = match e {
+        RuleError::UnknownDefault { leaf } => (
+            "classify.default".to_string(),
+            format!(
+                "`{leaf}` is not a leaf of the policy{}",
+                hint_leaf(spec, leaf)
+            ),
+        ),
+        RuleError::UnknownLeaf { rule, leaf } => (
+            format!("classify.rule[{}].leaf", rule - 1),
+            format!(
+                "`{leaf}` is not a leaf of the policy{}",
+                hint_leaf(spec, leaf)
+            ),
+        ),
+        RuleError::PortsWithoutTransport { rule, .. } | RuleError::MixedConditions { rule, .. } => {
+            (format!("classify.rule[{}]", rule - 1), e.to_string())
+        }
+        _ => ("classify".to_string(), e.to_string()),
+    };
+    index.at_key(&path, msg)
+}
+
+/// Compiles the `[classify]` section against the validated tree `spec`: the
+/// section (or a default-only one for a single leaf), its rules, and the checks
+/// that every leaf is reachable and every per-flow leaf covers the flow table.
+pub(crate) fn compile(
+    index: &KeyIndex,
+    file: Option<ClassifyFile>,
+    spec: &TreeSpec,
+) -> Result<(ClassifySpec, RuleSet), PolicyError> {
+    let kids = spec.child_lists();
+    let leaves: Vec<usize> = (0..spec.nodes.len())
+        .filter(|&i| kids[i].is_empty())
+        .collect();
+    let table = max_flows(
+        index,
+        file.as_ref().and_then(|f| f.max_flows.as_ref()),
+        spec,
+    )?;
+    let classify = match file {
+        Some(f) => ClassifySpec {
+            default: f.default.into_inner(),
+            flow_table: FlowTableConfig {
+                max_flows: table,
+                idle_timeout: f
+                    .idle_timeout
+                    .map_or(DEFAULT_IDLE_TIMEOUT, |t| t.get_ref().duration()),
+            },
+            malformed: f.malformed,
+            rules: f.rules,
+        },
+        None if leaves.len() == 1 => ClassifySpec {
+            default: spec.nodes[leaves[0]].name.clone(),
+            flow_table: FlowTableConfig {
+                max_flows: table,
+                idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            },
+            malformed: MalformedAction::default(),
+            rules: Vec::new(),
+        },
+        None => {
+            return Err(index.error(0, "classify", format!(
+                "the policy has {} leaves: a [classify] section must say which packets go to which (`default = \"leaf\"` and [[classify.rule]]s)",
+                leaves.len()
+            )))
+        }
+    };
+    if classify.flow_table.idle_timeout.is_zero() {
+        return Err(index.at_key(
+            "classify.idle_timeout",
+            "a flow cannot expire after no time: give a positive `idle_timeout`",
+        ));
+    }
+    let resolve = |name: &str| {
+        spec.find(name)
+            .filter(|&i| kids[i].is_empty())
+            .map(|i| i as ClassId)
+    };
+    let rules = RuleSet::compile(&classify.rules, &classify.default, resolve)
+        .map_err(|e| rule_error(index, spec, &e))?;
+    for &l in &leaves {
+        let name = &spec.nodes[l].name;
+        if *name != classify.default && !classify.rules.iter().any(|r| r.leaf == *name) {
+            return Err(index.at_key(
+                &format!("node[{l}].name"),
+                format!("leaf `{name}` is reached by no classification rule and is not the default: no packet could ever enter it"),
+            ));
+        }
+    }
+    Ok((classify, rules))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Policy;
+
+    /// Four FIFO leaves `l0`..`l3` under a root, and `classify` as the section.
+    fn policy(classify: &str) -> Result<Policy, PolicyError> {
+        let mut text = String::from("[[node]]\nname = \"root\"\ndiscipline = \"strict\"\n");
+        for i in 0..4 {
+            text += &format!("[[node]]\nname = \"l{i}\"\nparent = \"root\"\npriority = {i}\n");
+        }
+        text += "[classify]\n";
+        text += classify;
+        text += "\n[[classify.rule]]\nleaf = \"l1\"\nclass = 1\n[[classify.rule]]\nleaf = \"l2\"\nclass = 2\n[[classify.rule]]\nleaf = \"l3\"\nclass = 3\n";
+        Policy::parse(&text, "c.toml")
+    }
+
+    #[test]
+    fn documented_settings_apply() {
+        let p = policy(
+            "default = \"l0\"\nmax_flows = 1024\nidle_timeout = \"500ms\"\nmalformed = \"drop\"",
+        )
+        .unwrap();
+        let s = p.classify_spec();
+        assert_eq!(s.flow_table.max_flows, 1024);
+        assert_eq!(s.flow_table.idle_timeout, Duration::from_millis(500));
+        assert_eq!(s.malformed, MalformedAction::Drop);
+        assert_eq!(s.rules.len(), 3);
+        let c = p.classifier().unwrap();
+        assert_eq!(c.rules().len(), 3);
+        assert_eq!(c.flows().capacity(), 1024);
+    }
+
+    #[test]
+    fn defaults_apply() {
+        let p = policy("default = \"l0\"").unwrap();
+        let s = p.classify_spec();
+        assert_eq!(s.flow_table.max_flows, 65_536);
+        assert_eq!(s.flow_table.idle_timeout, Duration::from_secs(30));
+        assert_eq!(s.malformed, MalformedAction::Forward);
+    }
+
+    #[test]
+    fn durations_follow_the_one_grammar() {
+        let err = policy("default = \"l0\"\nidle_timeout = \"30\"").unwrap_err();
+        assert!(err.to_string().contains("needs a unit"), "{err}");
+        let err = policy("default = \"l0\"\nidle_timeout = \"3h\"").unwrap_err();
+        assert!(
+            err.to_string().contains("unknown duration unit `h`"),
+            "{err}"
+        );
+        let p = policy("default = \"l0\"\nidle_timeout = \"2m\"").unwrap();
+        assert_eq!(
+            p.classify_spec().flow_table.idle_timeout,
+            Duration::from_secs(120)
+        );
+        let p = policy("default = \"l0\"\nidle_timeout = \"1.5s\"").unwrap();
+        assert_eq!(
+            p.classify_spec().flow_table.idle_timeout,
+            Duration::from_millis(1500)
+        );
+    }
+
+    #[test]
+    fn table_sizes_are_checked() {
+        let err = policy("default = \"l0\"\nmax_flows = 0").unwrap_err();
+        assert_eq!(err.key(), Some("classify.max_flows"), "{err}");
+        let mut s = policy("default = \"l0\"").unwrap().classify_spec().clone();
+        s.flow_table.max_flows = 0;
+        let leaves = ["l0", "l1", "l2", "l3"];
+        let resolve = |n: &str| leaves.iter().position(|l| *l == n).map(|i| i as ClassId);
+        assert!(matches!(
+            s.classifier(resolve),
+            Err(ClassifyError::Config(_))
+        ));
+    }
+
+    fn per_flow(leaf_flows: u32, table: Option<u32>) -> Result<Policy, PolicyError> {
+        let table = table.map_or(String::new(), |t| format!("max_flows = {t}\n"));
+        let text = format!(
+            "[[node]]\nname = \"root\"\ndiscipline = \"wfq\"\n[[node]]\nname = \"flows\"\nparent = \"root\"\ndiscipline = \"wfq\"\nflows = {leaf_flows}\n[classify]\ndefault = \"flows\"\n{table}"
+        );
+        Policy::parse(&text, "p.toml")
+    }
+
+    #[test]
+    fn per_flow_leaves_cover_the_flow_table() {
+        assert!(per_flow(1024, Some(1024)).is_ok());
+        let err = per_flow(1024, Some(65536)).unwrap_err();
+        let err = err.to_string();
+        assert!(
+            err.contains("p.toml")
+                && err.contains("`flows`")
+                && err.contains("flows = 65536")
+                && err.contains("max_flows"),
+            "{err}"
+        );
+        // Without `max_flows`, the table is as large as the smallest leaf allows.
+        let p = per_flow(1024, None).unwrap();
+        assert_eq!(p.classify_spec().flow_table.max_flows, 1024);
+        let p = per_flow(1 << 20, None).unwrap();
+        assert_eq!(p.classify_spec().flow_table.max_flows, DEFAULT_MAX_FLOWS);
+    }
+}

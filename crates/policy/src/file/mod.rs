@@ -1,0 +1,201 @@
+//! The policy file's schema as serde reads it, and its compilation into a
+//! [`TreeSpec`] and a [`RuleSet`], with every check that names a key.
+//!
+//! Compilation goes in the order a reader checks a file: the tree-wide settings,
+//! the shape of the tree ([`shape`]: names, parents, one root, no cycle), each
+//! node's discipline with its own parameters ([`discipline`]) and its settings
+//! ([`node`]), what the tree itself refuses ([`TreeSpec::validate`] and
+//! [`PolicyTree::new`], mapped back to the key at fault), and the `[classify]`
+//! section ([`crate::classify`]).
+
+mod discipline;
+mod node;
+mod shape;
+
+use eiffel_classify::RuleSet;
+use eiffel_sched::tree::{SpecError, TreeSpec};
+use eiffel_sched::{ConfigError, PolicyTree};
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::classify::{self, ClassifyFile, ClassifySpec};
+use crate::error::{KeyIndex, PolicyError};
+use crate::units::{Rate, Size, Time};
+
+/// Packets a tree holds when the file does not say.
+pub const DEFAULT_CAPACITY: u32 = 65_536;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyFile {
+    capacity: Option<Spanned<i64>>,
+    mtu: Option<Spanned<Size>>,
+    shaper: Option<ShaperFile>,
+    #[serde(default)]
+    node: Vec<NodeFile>,
+    classify: Option<ClassifyFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ShaperFile {
+    horizon: Option<Spanned<Time>>,
+    slots: Option<Spanned<i64>>,
+}
+
+/// One `[[node]]` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NodeFile {
+    name: Spanned<String>,
+    parent: Option<Spanned<String>>,
+    discipline: Option<Spanned<String>>,
+    weight: Option<Spanned<i64>>,
+    priority: Option<Spanned<i64>>,
+    reservation: Option<Spanned<Rate>>,
+    limit: Option<Spanned<Rate>>,
+    burst: Option<Spanned<Size>>,
+    capacity: Option<Spanned<i64>>,
+    queue: Option<Spanned<String>>,
+    granularity: Option<Spanned<i64>>,
+    buckets: Option<Spanned<i64>>,
+    occupancy: Option<Spanned<f64>>,
+    flows: Option<Spanned<i64>>,
+    flow_limit: Option<Spanned<Rate>>,
+    flow_burst: Option<Spanned<Size>>,
+    flow_queue: Option<Spanned<i64>>,
+    days: Option<Spanned<toml::Value>>,
+    quantum: Option<Spanned<Size>>,
+    burst_allowance: Option<Spanned<Size>>,
+    period: Option<Spanned<Time>>,
+    rotation: Option<Spanned<String>>,
+    rate: Option<Spanned<Rate>>,
+    bucket: Option<Spanned<Size>>,
+}
+
+/// A compiled policy file.
+pub(crate) struct Compiled {
+    pub spec: TreeSpec,
+    pub classify: ClassifySpec,
+    pub rules: RuleSet,
+}
+
+/// The key path of key `k` of node `i`.
+fn key(i: usize, k: &str) -> String {
+    format!("node[{i}].{k}")
+}
+
+/// An error at `v`, naming `key`.
+fn at<T>(index: &KeyIndex, v: &Spanned<T>, key: &str, msg: impl Into<String>) -> PolicyError {
+    index.error(v.span().start, key, msg)
+}
+
+/// Reads an integer key that must lie in `lo..=hi`.
+fn int_in(
+    index: &KeyIndex,
+    v: &Spanned<i64>,
+    key: &str,
+    lo: i64,
+    hi: i64,
+    what: &str,
+) -> Result<i64, PolicyError> {
+    index.int_in(v, key, lo, hi, Some(what))
+}
+
+/// Compiles policy `text` (see the module docs).
+pub(crate) fn compile(index: &KeyIndex, text: &str) -> Result<Compiled, PolicyError> {
+    let file: PolicyFile = toml::from_str(text).map_err(|e| index.toml_error(&e))?;
+    let mut spec = TreeSpec::new(DEFAULT_CAPACITY);
+    globals(index, &file, &mut spec)?;
+    if file.node.is_empty() {
+        return Err(index.error(0, "node", "a policy needs at least one [[node]]"));
+    }
+    let shape = shape::Shape::of(index, &file.node)?;
+    let kinds = discipline::kinds(index, &file.node)?;
+    for (i, n) in file.node.iter().enumerate() {
+        let d = discipline::compile(index, n, i, kinds[i], &shape)?;
+        let ns = node::compile(index, n, i, d, &kinds, &shape, spec.mtu)?;
+        spec.add(ns);
+    }
+    spec.validate().map_err(|e| spec_error(index, &e))?;
+    PolicyTree::new(spec.clone()).map_err(|e| config_error(index, &spec, &e))?;
+    let (classify, rules) = classify::compile(index, file.classify, &spec)?;
+    Ok(Compiled {
+        spec,
+        classify,
+        rules,
+    })
+}
+
+/// The tree-wide settings: capacity, mtu and the shaper.
+fn globals(index: &KeyIndex, file: &PolicyFile, spec: &mut TreeSpec) -> Result<(), PolicyError> {
+    if let Some(c) = &file.capacity {
+        let max = i64::from(u32::MAX);
+        spec.capacity = int_in(index, c, "capacity", 1, max, "capacity (packets)")? as u32;
+    }
+    if let Some(m) = &file.mtu {
+        let mtu = m.get_ref().get();
+        if !(1..=u64::from(u16::MAX)).contains(&mtu) {
+            let msg = format!("mtu must be 1 B..=65535 B, got {mtu} B");
+            return Err(at(index, m, "mtu", msg));
+        }
+        spec.mtu = mtu as u32;
+    }
+    let Some(s) = &file.shaper else {
+        return Ok(());
+    };
+    if let Some(h) = &s.horizon {
+        spec.shaper.horizon = h.get_ref().duration();
+    }
+    if let Some(n) = &s.slots {
+        spec.shaper.slots = int_in(index, n, "shaper.slots", 1, 1 << 26, "slots")? as usize;
+    }
+    if spec.shaper.horizon.as_nanos() < spec.shaper.slots as u64 {
+        let key = if s.horizon.is_some() {
+            "shaper.horizon"
+        } else {
+            "shaper.slots"
+        };
+        let msg = format!(
+            "a horizon of {} ns cannot hold {} slots (at least 1 ns each)",
+            spec.shaper.horizon.as_nanos(),
+            spec.shaper.slots
+        );
+        return Err(index.at_key(key, msg));
+    }
+    Ok(())
+}
+
+/// The key of node `i` at fault: `k` if the file sets it, else the node's name.
+fn node_key(index: &KeyIndex, i: usize, k: Option<&str>) -> String {
+    k.map(|k| key(i, k))
+        .filter(|k| index.span_of(k).is_some())
+        .unwrap_or_else(|| key(i, "name"))
+}
+
+/// A tree specification error at the key it concerns.
+fn spec_error(index: &KeyIndex, e: &SpecError) -> PolicyError {
+    let msg = e.to_string();
+    match e {
+        SpecError::Node {
+            index: i, problem, ..
+        } => index.at_key(&node_key(index, *i, problem.key()), msg),
+        SpecError::ShaperSlots { .. } => index.at_key("shaper", msg),
+        _ => index.error(0, "node", msg),
+    }
+}
+
+/// A tree construction error at the node it concerns (or the file's start).
+fn config_error(index: &KeyIndex, spec: &TreeSpec, e: &ConfigError) -> PolicyError {
+    match e {
+        ConfigError::Spec(e) => spec_error(index, e),
+        ConfigError::Node { node, .. } => match spec.find(node) {
+            Some(i) => index.at_key(&key(i, "name"), e.to_string()),
+            None => index.error(0, "node", e.to_string()),
+        },
+        ConfigError::Queue { what, .. } if what == "shaper" => {
+            index.at_key("shaper", e.to_string())
+        }
+        _ => index.error(0, "node", e.to_string()),
+    }
+}

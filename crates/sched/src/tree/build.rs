@@ -1,0 +1,240 @@
+//! Building a [`PolicyTree`] from a validated [`TreeSpec`]: each node's kind and
+//! discipline with its queue plans, and the one shaper sized for every unit that
+//! can be held. Everything is allocated here.
+
+use super::cq::CalendarSched;
+use super::discipline::{Discipline, QueueChoice, Rank};
+use super::minq::{MinDeque, MinPool};
+use super::node::{Flow, FlowLeaf, Kind, Node, NONE};
+use super::sched::{Core, Hclock, NodeSched, Ranked};
+use super::select::{plan, QueueNeeds, QueuePlan, RankKind};
+use super::shaper::{Gcra, Shaper};
+use super::spec::TreeSpec;
+use super::txn::{Builtin, Unit};
+use super::PolicyTree;
+use crate::packet::Nanos;
+use crate::pool::{Fifo as List, PacketPool};
+use crate::scheduler::{Backlog, ConfigError, Counters};
+
+/// Per-node units for a node's discipline: children with their configured weight,
+/// priority and reservation, or `n` flows of weight 1.
+fn child_units(spec: &TreeSpec, children: &[usize]) -> Vec<Unit> {
+    children
+        .iter()
+        .map(|&c| {
+            let n = &spec.nodes[c];
+            Unit {
+                weight: n.weight,
+                priority: n.priority,
+                reservation: n.reservation.unwrap_or_default(),
+                ..Unit::default()
+            }
+        })
+        .collect()
+}
+
+fn builtin(rank: Rank) -> Builtin {
+    match rank {
+        Rank::Fifo => Builtin::Fifo,
+        Rank::Strict => Builtin::Strict,
+        Rank::Wfq => Builtin::Wfq { vtime: 0 },
+        Rank::Edf => Builtin::Edf,
+        Rank::Lstf => Builtin::Lstf,
+        Rank::Srpt => Builtin::Srpt,
+        Rank::Pfabric => Builtin::Pfabric,
+    }
+}
+
+/// Builds the discipline of node `i` over `units`; returns it with its queue
+/// plans. `slack` is the shaper's precision.
+fn build_sched(
+    spec: &TreeSpec,
+    i: usize,
+    units: Vec<Unit>,
+    per_flow: bool,
+    slack: Nanos,
+) -> Result<(NodeSched, Vec<QueuePlan>), ConfigError> {
+    let node = &spec.nodes[i];
+    let needs = |ranks| QueueNeeds {
+        ranks,
+        time_ranks: false,
+        units: units.len(),
+        mtu: spec.mtu,
+        min_weight: units.iter().map(|u| u.weight).min().unwrap_or(1),
+        priority_levels: units
+            .iter()
+            .map(|u| u.priority as usize + 1)
+            .max()
+            .unwrap_or(1),
+        per_flow,
+    };
+    match &node.discipline {
+        Discipline::Hclock { queue } => {
+            // The policy's queue type applies to both queues; the reservation
+            // queue's ranks are times, so its geometry stays its own.
+            let rplan = plan(
+                &QueueChoice {
+                    kind: queue.kind,
+                    ..QueueChoice::AUTO
+                },
+                &QueueNeeds {
+                    time_ranks: true,
+                    ..needs(RankKind::Hclock)
+                },
+            );
+            let pplan = plan(queue, &needs(RankKind::Hclock));
+            let sched = NodeSched::Hclock(Box::new(Hclock::new(&rplan, &pplan, units)?));
+            Ok((sched, vec![rplan, pplan]))
+        }
+        Discipline::FairQueue(f) => {
+            let core = Core::new(*f, &units, spec.mtu)?;
+            Ok((NodeSched::Core(core, units), Vec::new()))
+        }
+        Discipline::Calendar(_) => {
+            let (sched, p) = CalendarSched::new(spec, i, units, per_flow, slack)?;
+            Ok((NodeSched::Calendar(Box::new(sched)), vec![p]))
+        }
+        Discipline::Ranked { rank, queue } => {
+            let p = plan(queue, &needs(RankKind::Rank(*rank)));
+            let sched = NodeSched::Ranked(Ranked::new(&p, units, builtin(*rank), per_flow)?);
+            Ok((sched, vec![p]))
+        }
+    }
+}
+
+/// Units the shaper may hold: every unit that can be held is filed at most
+/// once, limited nodes and policers (once, even with both) and paced flows.
+fn shaper_capacity(spec: &TreeSpec) -> usize {
+    spec.nodes
+        .iter()
+        .map(|ns| {
+            let held = ns.limit.is_some() || !ns.discipline.is_work_conserving();
+            let flows = ns
+                .per_flow
+                .filter(|pf| pf.flow_limit.is_some())
+                .map_or(0, |pf| pf.max_flows as usize);
+            usize::from(held) + flows
+        })
+        .sum()
+}
+
+/// Each node's unit index at its parent.
+fn slots(kids: &[Vec<usize>]) -> Vec<u32> {
+    let mut slots = vec![0u32; kids.len()];
+    for list in kids {
+        for (slot, &c) in list.iter().enumerate() {
+            slots[c] = slot as u32;
+        }
+    }
+    slots
+}
+
+/// The per-flow leaf node `i` is, ordered by its discipline.
+fn flow_leaf(
+    spec: &TreeSpec,
+    i: usize,
+    slack: Nanos,
+) -> Result<(Kind, Vec<QueuePlan>), ConfigError> {
+    let ns = &spec.nodes[i];
+    let pf = ns.per_flow.expect("a per-flow leaf");
+    let unit = Unit {
+        weight: 1,
+        ..Unit::default()
+    };
+    let units = vec![unit; pf.max_flows as usize];
+    let (sched, plans) = build_sched(spec, i, units, true, slack)?;
+    let flows = (0..pf.max_flows)
+        .map(|_| Flow {
+            fifo: List::new(),
+            gcra: pf.flow_limit.map(|l| Gcra::new(l, spec.mtu)),
+            throttled: false,
+            min: MinDeque::default(),
+        })
+        .collect();
+    let minima =
+        (ns.discipline.rank() == Some(Rank::Pfabric)).then(|| MinPool::new(spec.capacity as usize));
+    let leaf = FlowLeaf {
+        flows,
+        sched,
+        flow_queue_limit: pf.flow_queue_limit.unwrap_or(u32::MAX),
+        minima,
+    };
+    Ok((Kind::Flows(Box::new(leaf)), plans))
+}
+
+/// The kind of node `i` (internal, per-flow leaf or FIFO leaf), with its queue
+/// plans.
+fn kind(
+    spec: &TreeSpec,
+    i: usize,
+    children: &[usize],
+    slack: Nanos,
+) -> Result<(Kind, Vec<QueuePlan>), ConfigError> {
+    if !children.is_empty() {
+        let units = child_units(spec, children);
+        let (sched, plans) = build_sched(spec, i, units, false, slack)?;
+        let kind = Kind::Internal {
+            children: children.iter().map(|&c| c as u32).collect(),
+            sched: Box::new(sched),
+        };
+        Ok((kind, plans))
+    } else if spec.nodes[i].per_flow.is_some() {
+        flow_leaf(spec, i, slack)
+    } else {
+        Ok((Kind::Leaf { fifo: List::new() }, Vec::new()))
+    }
+}
+
+impl PolicyTree {
+    /// Instantiates a validated copy of `spec`. Everything is allocated here.
+    ///
+    /// # Errors
+    /// A specification [`TreeSpec::validate`] refuses, or a node whose queue or
+    /// core refuses its configuration (named by [`ConfigError::Node`]).
+    pub fn new(spec: TreeSpec) -> Result<Self, ConfigError> {
+        spec.validate()?;
+        let root = spec.root().expect("validated") as u32;
+        let shaper = Shaper::new(spec.shaper, shaper_capacity(&spec))?;
+        let slack = shaper.granularity();
+        let kids = spec.child_lists();
+        let slots = slots(&kids);
+        let mut nodes = Vec::with_capacity(spec.nodes.len());
+        let mut plans = Vec::with_capacity(spec.nodes.len());
+        for (i, ns) in spec.nodes.iter().enumerate() {
+            let (kind, node_plans) =
+                kind(&spec, i, &kids[i], slack).map_err(|e| e.in_node(&ns.name))?;
+            nodes.push(Node {
+                parent: ns.parent.map_or(NONE, |p| p as u32),
+                slot: slots[i],
+                kind,
+                limit: ns.limit.map(|l| Gcra::new(l, spec.mtu)),
+                throttled: false,
+                filed: None,
+                active: false,
+                capacity: ns.capacity.unwrap_or(u32::MAX),
+                counters: Counters::default(),
+                backlog: Backlog::default(),
+            });
+            plans.push(node_plans);
+        }
+        let policed = spec
+            .nodes
+            .iter()
+            .any(|ns| !ns.discipline.is_work_conserving());
+        let mut tree = PolicyTree {
+            pool: PacketPool::with_capacity(spec.capacity as usize),
+            slack,
+            policed,
+            quiet: Vec::new(),
+            shaper,
+            nodes,
+            plans,
+            root,
+            counters: Counters::default(),
+            backlog: Backlog::default(),
+            spec,
+        };
+        tree.quiet = tree.quiet_nodes();
+        Ok(tree)
+    }
+}
