@@ -8,19 +8,19 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use eiffel_netsim::event::{Event, EventKind, EventQueue, HeapQueue, WheelQueue};
-use eiffel_netsim::time::{Delay, Time};
+use eiffel_netsim::time::{Duration, Time};
 use std::hint::black_box;
 
 /// Xorshift offsets, identical for both lists.
 struct Offsets(u64);
 
 impl Offsets {
-    fn next(&mut self) -> Delay {
+    fn next(&mut self) -> Duration {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         let r = self.0;
-        Delay(if r % 10 == 0 {
+        Duration::from_nanos(if r % 10 == 0 {
             r % 1_000_000
         } else {
             r % 5_000
@@ -33,7 +33,7 @@ fn hold<Q: EventQueue>(
     name: &str,
     pending: usize,
 ) {
-    let mut q = Q::with_capacity(pending + 16, Delay::from_us(8));
+    let mut q = Q::with_capacity(pending + 16, Duration::from_micros(8));
     let mut x = Offsets(0x2545_f491_4f6c_dd1d);
     for i in 0..pending {
         q.push(

@@ -22,7 +22,7 @@ use std::time::Instant;
 use eiffel_netsim::event::{Event, EventKind, EventQueue, HeapQueue, WheelQueue};
 use eiffel_netsim::scenario::Scenario;
 use eiffel_netsim::sweep::{run_one_with, RunKey};
-use eiffel_netsim::time::{Delay, Time};
+use eiffel_netsim::time::{Duration, Time};
 use eiffel_netsim::workload::{generate, Traffic, Workload};
 use serde::Serialize;
 
@@ -95,7 +95,7 @@ fn time_runs<Q: EventQueue>(
 }
 
 fn hold<Q: EventQueue>(pending: usize, pairs: u64) -> f64 {
-    let mut q = Q::with_capacity(pending + 16, Delay::from_us(8));
+    let mut q = Q::with_capacity(pending + 16, Duration::from_micros(8));
     let mut x = 0x2545_f491_4f6c_dd1d_u64;
     let mut next = move || {
         x ^= x << 13;
@@ -122,7 +122,7 @@ fn hold<Q: EventQueue>(pending: usize, pairs: u64) -> f64 {
         let secs = timed(|| {
             for _ in 0..pairs {
                 let (now, ev) = q.pop().expect("the hold model keeps n events");
-                q.push(now, now + Delay(offset(next())), ev);
+                q.push(now, now + Duration::from_nanos(offset(next())), ev);
             }
         });
         best = best.min(secs);

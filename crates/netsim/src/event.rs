@@ -35,7 +35,7 @@ use std::collections::BinaryHeap;
 
 use eiffel_queue::{InsertError, TimingWheel, WheelConfig};
 
-use crate::time::{Delay, Time};
+use crate::time::{Duration, Time};
 
 /// What an event does when it fires.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -82,7 +82,7 @@ impl Event {
 pub trait EventQueue {
     /// A queue expecting up to `capacity` pending events, most of them within
     /// `horizon` of the present.
-    fn with_capacity(capacity: usize, horizon: Delay) -> Self
+    fn with_capacity(capacity: usize, horizon: Duration) -> Self
     where
         Self: Sized;
 
@@ -134,7 +134,7 @@ pub struct HeapQueue {
 }
 
 impl EventQueue for HeapQueue {
-    fn with_capacity(capacity: usize, _horizon: Delay) -> Self {
+    fn with_capacity(capacity: usize, _horizon: Duration) -> Self {
         HeapQueue {
             heap: BinaryHeap::with_capacity(capacity),
             seq: 0,
@@ -210,8 +210,8 @@ impl WheelQueue {
 }
 
 impl EventQueue for WheelQueue {
-    fn with_capacity(capacity: usize, horizon: Delay) -> Self {
-        let slots = (horizon.0.max(1) as usize)
+    fn with_capacity(capacity: usize, horizon: Duration) -> Self {
+        let slots = (horizon.as_nanos().max(1) as usize)
             .next_power_of_two()
             .clamp(MIN_SLOTS, MAX_SLOTS);
         let wheel = TimingWheel::new(WheelConfig::new(slots, 1, capacity.max(1)))
@@ -278,7 +278,7 @@ mod tests {
     /// offsets (mostly near, some far, many ties), record the order.
     fn trace<Q: EventQueue>(seed: u64, steps: usize) -> Vec<(Time, Event)> {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
-        let mut q = Q::with_capacity(4096, Delay(1 << 12));
+        let mut q = Q::with_capacity(4096, Duration::from_nanos(1 << 12));
         let mut id = 0;
         for _ in 0..64 {
             id += 1;
@@ -297,7 +297,7 @@ mod tests {
                     1..=3 => rng.gen_range(0..4),
                     _ => rng.gen_range(0..3000),
                 };
-                q.push(t, t + Delay(off), ev(id));
+                q.push(t, t + Duration::from_nanos(off), ev(id));
             }
         }
         out
@@ -316,7 +316,7 @@ mod tests {
 
     #[test]
     fn ties_leave_in_insertion_order() {
-        let mut q = WheelQueue::with_capacity(16, Delay(1024));
+        let mut q = WheelQueue::with_capacity(16, Duration::from_nanos(1024));
         // One event far beyond the horizon, then (once the clock is near) two in
         // the wheel at the same instant: insertion order is far, a, b.
         q.push(Time(0), Time(10_000), ev(1));
@@ -331,7 +331,7 @@ mod tests {
 
     #[test]
     fn full_wheel_spills_to_the_heap() {
-        let mut q = WheelQueue::with_capacity(2, Delay(1024));
+        let mut q = WheelQueue::with_capacity(2, Duration::from_nanos(1024));
         for i in 0..5 {
             q.push(Time(0), Time(100 + u64::from(i)), ev(i));
         }

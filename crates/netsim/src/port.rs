@@ -53,7 +53,7 @@ use crate::histogram::LogHistogram;
 use crate::live::LiveSet;
 use crate::packet::{flags, PacketStore, NO_SLACK};
 use crate::slots::SlotTable;
-use crate::time::{Delay, Rate, Time};
+use crate::time::{Duration, Rate, Time};
 
 /// What a full buffer drops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -132,7 +132,7 @@ pub struct PortConfig {
     /// Transmission rate.
     pub rate: Rate,
     /// Propagation delay of the link.
-    pub delay: Delay,
+    pub delay: Duration,
     /// Bytes of live packets the buffer holds.
     pub buffer: u64,
     /// What a full buffer drops.
@@ -221,7 +221,7 @@ pub enum Next {
 #[derive(Debug)]
 pub struct Port {
     rate: Rate,
-    delay: Delay,
+    delay: Duration,
     buffer: u64,
     drop: DropPolicy,
     ecn: u64,
@@ -299,7 +299,7 @@ impl Port {
 
     /// The link's propagation delay.
     #[must_use]
-    pub fn delay(&self) -> Delay {
+    pub fn delay(&self) -> Duration {
         self.delay
     }
 
@@ -485,7 +485,7 @@ impl Port {
             }
             let p = pkts.get_mut(id);
             let len = u64::from(p.len);
-            let waited = now.since(p.enqueued).0;
+            let waited = now.since(p.enqueued).as_nanos();
             if p.slack != NO_SLACK {
                 p.slack = p.slack.saturating_sub(waited);
             }
@@ -508,7 +508,7 @@ impl Port {
     /// was empty before)`.
     #[inline]
     pub fn transmit(&mut self, now: Time, id: u32, len: u16) -> (Time, Time, bool) {
-        let done = now + self.rate.tx_time(u64::from(len));
+        let done = now + self.rate.tx_time_ceil(u64::from(len));
         let arrive = done + self.delay;
         let was_empty = self.pipe.is_empty();
         self.pipe.push_back((arrive, id));

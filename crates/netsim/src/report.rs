@@ -290,10 +290,11 @@ impl Pool {
     fn add(&mut self, f: &crate::sim::FlowResult) {
         self.flows += 1;
         if let Some(d) = f.fct {
-            self.fct.push(d.ms());
-            self.slow.push(d.0 as f64 / f.ideal.0.max(1) as f64);
+            self.fct.push(crate::time::ms(d));
+            self.slow
+                .push(d.as_nanos() as f64 / f.ideal.as_nanos().max(1) as f64);
             self.rate
-                .push(f.size as f64 * 8.0 / d.secs().max(1e-12) / 1e6);
+                .push(f.size as f64 * 8.0 / d.as_secs_f64().max(1e-12) / 1e6);
         }
     }
 
@@ -382,7 +383,7 @@ fn pooled<'a>(
         }
         for c in &r.coflows {
             coflows[usize::from(c.traffic)] += 1;
-            cct[usize::from(c.traffic)].extend(c.cct.map(crate::time::Delay::ms));
+            cct[usize::from(c.traffic)].extend(c.cct.map(crate::time::ms));
         }
     }
     for (t, per_class) in pools.into_iter().enumerate() {
@@ -494,7 +495,7 @@ impl Run<'_> {
             load: self.key.load,
             seed: self.key.seed,
             port: p.name.clone(),
-            utilization: p.sent_bytes as f64 * 8.0 / (p.rate.0 as f64 * secs),
+            utilization: p.sent_bytes as f64 * 8.0 / (p.rate.bps() as f64 * secs),
             max_queue_kb: p.max_queue_bytes as f64 / 1e3,
             mean_queue_delay_us: p.mean_sojourn_ns / 1e3,
             max_queue_delay_us: p.max_sojourn_ns as f64 / 1e3,
@@ -516,7 +517,7 @@ impl Run<'_> {
                 load: self.key.load,
                 seed: self.key.seed,
                 port: p.name.clone(),
-                interval_us: self.scenario.report.sample_interval.0 as f64 / 1e3,
+                interval_us: self.scenario.report.sample_interval.as_nanos() as f64 / 1e3,
                 mean_bytes: mean(&sorted),
                 p50_bytes: percentile(&sorted, 0.5) as u64,
                 p99_bytes: percentile(&sorted, 0.99) as u64,

@@ -168,11 +168,11 @@ fn bfs(topo: &Topology, dst: u32, dist: &mut [u32], queue: &mut Vec<u32>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::{Delay, Rate};
+    use crate::time::{Duration, Rate};
     use crate::topology::{LinkParams, TopologyBuilder};
 
     fn p(g: u64) -> LinkParams {
-        LinkParams::new(Rate::gbps(g), Delay(1_000))
+        LinkParams::new(Rate::from_gbps(g), Duration::from_nanos(1_000))
     }
 
     #[test]

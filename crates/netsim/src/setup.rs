@@ -21,7 +21,7 @@ use crate::event::{EventQueue, WheelQueue};
 use crate::port::{DropPolicy, Port, PortConfig};
 use crate::routing::Routes;
 use crate::sim::{RunConfig, RunResult, SchemeTransport, Sim};
-use crate::time::Delay;
+use crate::time::Duration;
 use crate::topology::{Topology, NOT_A_HOST};
 use crate::transport::ACK_LEN;
 use crate::workload::Workload;
@@ -99,8 +99,8 @@ fn tree_for(policy: &Policy, capacity: u32) -> PolicyTree {
 /// transmission time.
 fn pipe_capacity(topo: &Topology, port: u32) -> usize {
     let l = topo.ports()[port as usize].link;
-    let per = l.rate.tx_time(MIN_PACKET).0.max(1);
-    (l.delay.0 / per) as usize + 4
+    let per = l.rate.tx_time_ceil(MIN_PACKET).as_nanos().max(1);
+    (l.delay.as_nanos() / per) as usize + 4
 }
 
 /// The ports of `topo` for `scheme`, and each port's policy index (0: switch
@@ -215,4 +215,4 @@ pub fn simulate_with<Q: EventQueue>(
 }
 
 /// The default drain: how long after the last arrival a run may continue.
-pub const DEFAULT_DRAIN: Delay = Delay::from_ms(1_000);
+pub const DEFAULT_DRAIN: Duration = Duration::from_millis(1_000);

@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 
-use crate::time::{Delay, Rate};
+use crate::time::{Duration, Rate};
 
 /// Whether a node is an end host or a switch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,7 +34,7 @@ pub struct LinkParams {
     /// Transmission rate.
     pub rate: Rate,
     /// One-way propagation delay.
-    pub delay: Delay,
+    pub delay: Duration,
     /// Bytes each direction's output queue holds; `None`: the scheme's default.
     pub buffer: Option<u64>,
 }
@@ -42,7 +42,7 @@ pub struct LinkParams {
 impl LinkParams {
     /// A link of `rate` and `delay` with the scheme's buffer.
     #[must_use]
-    pub const fn new(rate: Rate, delay: Delay) -> LinkParams {
+    pub const fn new(rate: Rate, delay: Duration) -> LinkParams {
         LinkParams {
             rate,
             delay,
@@ -185,7 +185,7 @@ impl TopologyBuilder {
         if a == b {
             return Err(TopologyError::SelfLink(self.nodes[a as usize].name.clone()));
         }
-        if link.rate.0 == 0 {
+        if link.rate.is_zero() {
             return Err(TopologyError::ZeroRate(format!(
                 "{}-{}",
                 self.nodes[a as usize].name, self.nodes[b as usize].name
@@ -325,12 +325,12 @@ impl Topology {
     /// The largest propagation delay plus full-frame transmission time of any
     /// port: how far ahead most events are scheduled.
     #[must_use]
-    pub fn max_hop_time(&self, mtu: u64) -> Delay {
+    pub fn max_hop_time(&self, mtu: u64) -> Duration {
         self.ports
             .iter()
-            .map(|p| p.link.delay + p.link.rate.tx_time(mtu))
+            .map(|p| p.link.delay + p.link.rate.tx_time_ceil(mtu))
             .max()
-            .unwrap_or(Delay::ZERO)
+            .unwrap_or(Duration::ZERO)
     }
 
     fn check_connected(&self) -> Result<(), TopologyError> {
@@ -515,7 +515,7 @@ mod tests {
     use super::*;
 
     fn p(g: u64) -> LinkParams {
-        LinkParams::new(Rate::gbps(g), Delay(1_000))
+        LinkParams::new(Rate::from_gbps(g), Duration::from_nanos(1_000))
     }
 
     #[test]

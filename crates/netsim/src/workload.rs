@@ -25,7 +25,7 @@ use rand::{Rng, SeedableRng};
 
 use crate::cdf::Cdf;
 use crate::routing::mix64;
-use crate::time::{Delay, Rate, Time};
+use crate::time::{Duration, Rate, Time};
 use crate::topology::Topology;
 use crate::transport::udp::UdpPattern;
 
@@ -147,7 +147,7 @@ pub enum Traffic {
         /// Rounds.
         rounds: u32,
         /// Time between rounds.
-        interval: Delay,
+        interval: Duration,
         /// Class the policies' rules see.
         class: u32,
     },
@@ -257,7 +257,7 @@ fn pair<R: Rng>(rng: &mut R, hosts: &[u32]) -> (u32, u32) {
 fn capacity(topo: &Topology, hosts: &[u32]) -> f64 {
     hosts
         .iter()
-        .map(|&h| topo.ports()[topo.host_port(h) as usize].link.rate.0 as f64)
+        .map(|&h| topo.ports()[topo.host_port(h) as usize].link.rate.bps() as f64)
         .sum()
 }
 
@@ -379,7 +379,7 @@ impl Gen<'_> {
                 self.out.flows.push(f);
             }
             if deadline {
-                let due = Time(now) + rate.tx_time(largest);
+                let due = Time(now) + rate.tx_time_ceil(largest);
                 for f in &mut self.out.flows[first..] {
                     f.deadline = due;
                 }
@@ -547,7 +547,7 @@ mod tests {
     use crate::topology::LinkParams;
 
     fn topo() -> Topology {
-        let l = LinkParams::new(Rate::gbps(10), Delay(1000));
+        let l = LinkParams::new(Rate::from_gbps(10), Duration::from_nanos(1000));
         Topology::leaf_spine(2, 2, 4, l, l).unwrap()
     }
 
@@ -605,7 +605,10 @@ mod tests {
         for f in w.flows.iter().filter(|f| f.coflow != NO_COFLOW) {
             let c = w.coflows[f.coflow as usize];
             assert_eq!(f.start, c.start);
-            assert_eq!(f.deadline, c.start + Rate::gbps(10).tx_time(10_000));
+            assert_eq!(
+                f.deadline,
+                c.start + Rate::from_gbps(10).tx_time_ceil(10_000)
+            );
         }
         let counted: u32 = w.coflows.iter().map(|c| c.width).sum();
         assert_eq!(

@@ -8,7 +8,7 @@ mod common;
 use eiffel_netsim::port::DropPolicy;
 use eiffel_netsim::setup::LinkExtras;
 use eiffel_netsim::sim::{RunResult, SchemeTransport};
-use eiffel_netsim::time::{Delay, Rate, Time};
+use eiffel_netsim::time::{Duration, Rate, Time};
 use eiffel_netsim::topology::LinkParams;
 use eiffel_netsim::transport::pfabric::PfabricParams;
 use eiffel_netsim::transport::Segments;
@@ -20,14 +20,14 @@ const PFABRIC: &str = "[[node]]\nname = \"flows\"\ndiscipline = \"pfabric\"\nflo
 /// receiver; the receiver's 10 Gbit/s link is the bottleneck.
 fn race(policy: &str) -> (RunResult, Vec<u64>) {
     let topo = common::star(
-        &[Delay::from_us(1); 6],
-        Rate::gbps(10),
-        LinkParams::new(Rate::gbps(40), Delay::from_us(1)),
+        &[Duration::from_micros(1); 6],
+        Rate::from_gbps(10),
+        LinkParams::new(Rate::from_gbps(40), Duration::from_micros(1)),
     );
     let p = PfabricParams {
         init_window: 12,
         max_window: 12,
-        rto: Delay::from_us(30),
+        rto: Duration::from_micros(30),
     };
     let mut s = common::scheme(SchemeTransport::Pfabric(p), policy, 36_000);
     s.drop = DropPolicy::LowestPriority;
@@ -59,12 +59,12 @@ fn pfabric_on_one_bottleneck_is_srpt() {
     order.sort_by_key(|&i| sizes[i]);
     // SRPT on the bottleneck: each flow finishes when it and every smaller one
     // have crossed it (bytes on the wire: payload and 40-byte headers).
-    let rate = Rate::gbps(10);
+    let rate = Rate::from_gbps(10);
     let mut cum = 0;
-    let mut prev = Delay::ZERO;
+    let mut prev = Duration::ZERO;
     for &i in &order {
         cum += Segments::of(sizes[i]).wire_bytes();
-        let ideal = rate.tx_time(cum);
+        let ideal = rate.tx_time_ceil(cum);
         let fct = r.flows[i].fct.expect("completed");
         let f = &r.flows[i];
         println!(
@@ -82,7 +82,8 @@ fn pfabric_on_one_bottleneck_is_srpt() {
         // starved flows waste: waiting behind smaller flows for longer than
         // the timeout, they resend windows that were not lost (pFabric's
         // probe mode exists to limit this).
-        let bound = Delay((ideal.0 as f64 * 1.25) as u64) + Delay::from_us(25);
+        let bound = Duration::from_nanos((ideal.as_nanos() as f64 * 1.25) as u64)
+            + Duration::from_micros(25);
         assert!(fct < bound, "{} B: {fct} against SRPT's {ideal}", sizes[i]);
     }
     let checked: u64 = r.ports.iter().map(|p| p.order.0).sum();

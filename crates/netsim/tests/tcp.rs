@@ -8,7 +8,7 @@ use eiffel_netsim::port::DropPolicy;
 use eiffel_netsim::report::jain;
 use eiffel_netsim::setup::LinkExtras;
 use eiffel_netsim::sim::SchemeTransport;
-use eiffel_netsim::time::{Delay, Rate, Time};
+use eiffel_netsim::time::{Duration, Rate, Time};
 use eiffel_netsim::topology::LinkParams;
 use eiffel_netsim::transport::tcp::TcpParams;
 use eiffel_netsim::transport::MSS;
@@ -17,8 +17,8 @@ use eiffel_netsim::workload::generate;
 /// Goodput of one NewReno flow across a link that loses a fraction `p` of its
 /// packets, against Mathis et al.'s `MSS / RTT * sqrt(3 / 2) / sqrt(p)`.
 fn mathis_ratio(p: f64) -> (f64, f64) {
-    let neck = LinkParams::new(Rate::gbps(10), Delay::from_us(240));
-    let topo = common::star(&[Delay::from_us(9)], Rate::gbps(10), neck);
+    let neck = LinkParams::new(Rate::from_gbps(10), Duration::from_micros(240));
+    let topo = common::star(&[Duration::from_micros(9)], Rate::from_gbps(10), neck);
     // RTT: 2 x (9 + 240 + 1) us of propagation; transmissions add ~4 us.
     let rtt = 2.0 * 250e-6 + 4e-6;
     let lossy = topo.find_port("left->right").unwrap();
@@ -69,8 +69,8 @@ fn newreno_follows_the_mathis_formula() {
 /// Queue samples of the bottleneck with `senders` long-lived flows of
 /// `transport`, ECN threshold `k`: `(mean, p99, utilization)`.
 fn bottleneck_queue(transport: SchemeTransport, k: Option<u64>) -> (f64, u64, f64) {
-    let neck = LinkParams::new(Rate::gbps(10), Delay::from_us(20));
-    let topo = common::star(&[Delay::from_us(5); 8], Rate::gbps(10), neck);
+    let neck = LinkParams::new(Rate::from_gbps(10), Duration::from_micros(20));
+    let topo = common::star(&[Duration::from_micros(5); 8], Rate::from_gbps(10), neck);
     let mut s = common::scheme(transport, common::FIFO, 600_000);
     s.ecn_threshold = k;
     let end = Time(300_000_000);
@@ -80,7 +80,7 @@ fn bottleneck_queue(transport: SchemeTransport, k: Option<u64>) -> (f64, u64, f6
     let w = generate(&traffic, &topo, 1.0, 1, end);
     let port = topo.find_port("left->right").unwrap();
     let mut cfg = common::config(end, Time(100_000_000));
-    cfg.sample = Some((vec![port], Delay::from_us(5)));
+    cfg.sample = Some((vec![port], Duration::from_micros(5)));
     let r = common::run(&topo, &s, &LinkExtras::default(), &w, cfg);
     let p = &r.ports[port as usize];
     let mut samples: Vec<u64> = p
@@ -100,8 +100,8 @@ fn bottleneck_queue(transport: SchemeTransport, k: Option<u64>) -> (f64, u64, f6
 fn dctcp_holds_the_queue_near_k_and_newreno_fills_the_buffer() {
     let k = 65 * 1500;
     let p = TcpParams {
-        min_rto: Delay::from_ms(1),
-        init_rto: Delay::from_ms(10),
+        min_rto: Duration::from_millis(1),
+        init_rto: Duration::from_millis(10),
         ..TcpParams::default()
     };
     let (mean, p99, util) = bottleneck_queue(SchemeTransport::Dctcp(p), Some(k));
@@ -129,11 +129,11 @@ fn dctcp_holds_the_queue_near_k_and_newreno_fills_the_buffer() {
 /// Goodputs of eight long-lived NewReno flows with RTTs from 20 us to 1.4 ms
 /// through a bottleneck ordered by `policy`.
 fn shares(policy: &str) -> Vec<f64> {
-    let delays: Vec<Delay> = (0..8).map(|i| Delay::from_us(5 + 100 * i)).collect();
-    let neck = LinkParams::new(Rate::gbps(1), Delay::from_us(5));
-    let topo = common::star(&delays, Rate::gbps(10), neck);
+    let delays: Vec<Duration> = (0..8).map(|i| Duration::from_micros(5 + 100 * i)).collect();
+    let neck = LinkParams::new(Rate::from_gbps(1), Duration::from_micros(5));
+    let topo = common::star(&delays, Rate::from_gbps(10), neck);
     let p = TcpParams {
-        min_rto: Delay::from_ms(5),
+        min_rto: Duration::from_millis(5),
         ..TcpParams::default()
     };
     let mut s = common::scheme(SchemeTransport::Tcp(p), policy, 300_000);

@@ -60,7 +60,7 @@ use toml::Spanned;
 
 use crate::routing::Routes;
 use crate::setup::{LinkExtras, Scheme};
-use crate::time::Delay;
+use crate::time::Duration;
 use crate::topology::Topology;
 use crate::workload::Traffic;
 
@@ -86,11 +86,11 @@ pub struct QuickSpec {
     /// Coflows of every counted coflow traffic.
     pub coflows: Option<u32>,
     /// Duration.
-    pub duration: Option<Delay>,
+    pub duration: Option<Duration>,
     /// Drain.
-    pub drain: Option<Delay>,
+    pub drain: Option<Duration>,
     /// Start of the measurement window.
-    pub measure_from: Option<Delay>,
+    pub measure_from: Option<Duration>,
     /// Incast rounds.
     pub rounds: Option<u32>,
 }
@@ -120,9 +120,9 @@ pub struct Scenario {
     pub seeds: Vec<u64>,
     /// When datagram and long-lived flows stop (and random traffic without a
     /// flow count ends).
-    pub duration: Delay,
+    pub duration: Duration,
     /// How long a run may continue after the last arrival.
-    pub drain: Delay,
+    pub drain: Duration,
     /// Reporting options.
     pub report: ReportSpec,
     /// What `--quick` changes.
@@ -181,12 +181,12 @@ fn positive(
     ctx: &Ctx<'_>,
     v: &Spanned<eiffel_policy::units::Time>,
     key: &str,
-) -> Result<Delay, PolicyError> {
+) -> Result<Duration, PolicyError> {
     let d = v.get_ref().get();
     if d == 0 {
         return ctx.err(v.span(), key, "must be positive");
     }
-    Ok(Delay(d))
+    Ok(Duration::from_nanos(d))
 }
 
 impl Scenario {
@@ -231,12 +231,11 @@ impl Scenario {
         };
         let duration = match &f.duration {
             Some(d) => positive(&ctx, d, "duration")?,
-            None => Delay::from_ms(1_000),
+            None => Duration::from_millis(1_000),
         };
-        let drain = f
-            .drain
-            .as_ref()
-            .map_or(crate::setup::DEFAULT_DRAIN, |d| Delay(d.get_ref().get()));
+        let drain = f.drain.as_ref().map_or(crate::setup::DEFAULT_DRAIN, |d| {
+            Duration::from_nanos(d.get_ref().get())
+        });
         if f.traffic.is_empty() {
             return Err(index
                 .error(0, "traffic", "a scenario needs at least one [[traffic]]")
@@ -349,8 +348,14 @@ fn quick(ctx: &Ctx<'_>, q: &file::QuickFile) -> Result<QuickSpec, PolicyError> {
             .as_ref()
             .map(|d| positive(ctx, d, "quick.duration"))
             .transpose()?,
-        drain: q.drain.as_ref().map(|d| Delay(d.get_ref().get())),
-        measure_from: q.measure_from.as_ref().map(|d| Delay(d.get_ref().get())),
+        drain: q
+            .drain
+            .as_ref()
+            .map(|d| Duration::from_nanos(d.get_ref().get())),
+        measure_from: q
+            .measure_from
+            .as_ref()
+            .map(|d| Duration::from_nanos(d.get_ref().get())),
         rounds: q
             .rounds
             .as_ref()

@@ -21,7 +21,7 @@ use eiffel_policy::PolicyError;
 
 use super::file::{PanelFile, ReportFile};
 use super::Ctx;
-use crate::time::Delay;
+use crate::time::Duration;
 use crate::topology::Topology;
 use crate::workload::Traffic;
 use toml::Spanned;
@@ -144,9 +144,9 @@ pub struct ReportSpec {
     /// Ports whose queues are sampled.
     pub sample_ports: Vec<u32>,
     /// Sampling interval.
-    pub sample_interval: Delay,
+    pub sample_interval: Duration,
     /// Start of the measurement window.
-    pub measure_from: Delay,
+    pub measure_from: Duration,
     /// Check every balance at the end of every run.
     pub check: bool,
     /// Plot panels.
@@ -159,8 +159,8 @@ impl Default for ReportSpec {
             size_edges: vec![100_000, 10_000_000],
             size_names: vec!["small".into(), "medium".into(), "large".into()],
             sample_ports: Vec::new(),
-            sample_interval: Delay::from_us(100),
-            measure_from: Delay::ZERO,
+            sample_interval: Duration::from_micros(100),
+            measure_from: Duration::ZERO,
             check: false,
             panels: Vec::new(),
         }
@@ -308,10 +308,10 @@ pub(super) fn build(
         if i.get_ref().get() == 0 {
             return ctx.err(i.span(), "report.sample_interval", "must be positive");
         }
-        spec.sample_interval = Delay(i.get_ref().get());
+        spec.sample_interval = Duration::from_nanos(i.get_ref().get());
     }
     if let Some(m) = &r.measure_from {
-        spec.measure_from = Delay(m.get_ref().get());
+        spec.measure_from = Duration::from_nanos(m.get_ref().get());
     }
     spec.check = r.check.as_ref().is_some_and(|c| *c.get_ref());
     for (i, p) in r.panel.iter().enumerate() {

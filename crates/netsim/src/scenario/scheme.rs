@@ -27,7 +27,7 @@ use super::Ctx;
 use crate::port::DropPolicy;
 use crate::setup::Scheme;
 use crate::sim::SchemeTransport;
-use crate::time::Delay;
+use crate::time::Duration;
 use crate::transport::pfabric::PfabricParams;
 use crate::transport::tcp::TcpParams;
 use crate::transport::MAX_WINDOW;
@@ -118,8 +118,9 @@ impl Fields<'_> {
         })
     }
 
-    fn dur(v: &Dur, d: Delay) -> Delay {
-        v.as_ref().map_or(d, |x| Delay(x.get_ref().get()))
+    fn dur(v: &Dur, d: Duration) -> Duration {
+        v.as_ref()
+            .map_or(d, |x| Duration::from_nanos(x.get_ref().get()))
     }
 
     fn buffer(
@@ -169,7 +170,7 @@ impl Fields<'_> {
             max_rto: Self::dur(&s.max_rto, d.max_rto),
             dctcp_gain: gain,
         };
-        if p.min_rto.0 == 0 || p.min_rto > p.max_rto {
+        if p.min_rto.is_zero() || p.min_rto > p.max_rto {
             return self.ctx.err(
                 s.transport.span(),
                 &self.key("min_rto"),
@@ -204,7 +205,7 @@ impl Fields<'_> {
             max_window: self.window(&s.max_window, "max_window", init.max(d.max_window))?,
             rto: Self::dur(&s.rto, d.rto),
         };
-        if p.rto.0 == 0 {
+        if p.rto.is_zero() {
             return self.ctx.err(
                 s.transport.span(),
                 &self.key("rto"),

@@ -18,7 +18,7 @@ use toml::Spanned;
 use super::file::{LinkFile, TopologyFile};
 use super::Ctx;
 use crate::setup::LinkExtras;
-use crate::time::{Delay, Rate};
+use crate::time::{Duration, Rate};
 use crate::topology::{LinkParams, NodeKind, Topology, TopologyBuilder, TopologyError};
 
 /// Keys each kind accepts (beyond `kind`).
@@ -122,8 +122,8 @@ fn link(ctx: &Ctx<'_>, l: &Spanned<LinkFile>, key: &str) -> Result<(LinkParams, 
     };
     Ok((
         LinkParams {
-            rate: Rate(rate),
-            delay: Delay(f.delay.get_ref().get()),
+            rate: Rate::from_bps(rate),
+            delay: Duration::from_nanos(f.delay.get_ref().get()),
             buffer,
         },
         loss,

@@ -19,7 +19,7 @@ use toml::Spanned;
 use super::file::TrafficFile;
 use super::Ctx;
 use crate::cdf::Cdf;
-use crate::time::{Delay, Rate, Time};
+use crate::time::{Duration, Rate, Time};
 use crate::topology::Topology;
 use crate::transport::udp::UdpPattern;
 use crate::workload::{FlowTransport, HostSet, Sizes, Traffic};
@@ -367,7 +367,9 @@ fn incast(
             .map(|r| ctx.int(r, &key("rounds"), 1, 1 << 20))
             .transpose()?
             .unwrap_or(1) as u32,
-        interval: Delay(t.interval.as_ref().map_or(1_000_000, |s| s.get_ref().get())),
+        interval: Duration::from_nanos(
+            t.interval.as_ref().map_or(1_000_000, |s| s.get_ref().get()),
+        ),
         class,
     })
 }
@@ -425,7 +427,7 @@ fn flow_transport(
                 on_off(ctx, t, key, transport)?
             };
             Ok(FlowTransport::Udp {
-                rate: Rate(rate.get_ref().get()),
+                rate: Rate::from_bps(rate.get_ref().get()),
                 len,
                 pattern,
             })
@@ -465,8 +467,8 @@ fn on_off(
         return ctx.err(on.span(), &key("on"), "on and off periods must be positive");
     }
     Ok(UdpPattern::OnOff {
-        on: Delay(on.get_ref().get()),
-        off: Delay(off.get_ref().get()),
+        on: Duration::from_nanos(on.get_ref().get()),
+        off: Duration::from_nanos(off.get_ref().get()),
         shape,
     })
 }

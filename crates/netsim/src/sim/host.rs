@@ -67,7 +67,7 @@ impl<Q: EventQueue> Sim<'_, Q> {
         let slack = if fl.spec.deadline == Time::NEVER {
             NO_SLACK
         } else {
-            fl.spec.deadline.since(self.now).0
+            fl.spec.deadline.since(self.now).as_nanos()
         };
         let mut fl_flags = 0;
         if fl.observed != super::NOT_OBSERVED {

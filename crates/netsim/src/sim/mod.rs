@@ -38,7 +38,7 @@ use crate::packet::PacketStore;
 use crate::port::Port;
 use crate::routing::{mix64, Routes, MAX_HOPS};
 use crate::slots::NO_SLOT;
-use crate::time::{Delay, Time};
+use crate::time::{Duration, Time};
 use crate::topology::Topology;
 use crate::transport::pfabric::{PfabricParams, PfabricSender};
 use crate::transport::recv::Receiver;
@@ -86,7 +86,7 @@ pub struct RunConfig {
     /// are measured from here (packets sent from then on).
     pub measure_from: Time,
     /// Ports whose queues are sampled, and how often.
-    pub sample: Option<(Vec<u32>, Delay)>,
+    pub sample: Option<(Vec<u32>, Duration)>,
     /// Seed of random losses and of the ECMP hash.
     pub seed: u64,
     /// Check every balance at the end (panics if one fails).

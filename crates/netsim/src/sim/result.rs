@@ -11,7 +11,7 @@
 use super::{Counters, Sender, Sim, ACK_HASH};
 use crate::event::EventQueue;
 use crate::routing::Routes;
-use crate::time::{Delay, Rate, Time};
+use crate::time::{Duration, Rate, Time};
 use crate::topology::{Topology, NOT_A_HOST};
 use crate::transport::{Segments, ACK_LEN, MSS};
 use crate::workload::{FlowSpec, FlowTransport};
@@ -24,9 +24,9 @@ pub struct FlowResult {
     /// Arrival.
     pub start: Time,
     /// Completion time, if it completed.
-    pub fct: Option<Delay>,
+    pub fct: Option<Duration>,
     /// Ideal completion time (see the module documentation).
-    pub ideal: Delay,
+    pub ideal: Duration,
     /// Traffic index.
     pub traffic: u16,
     /// Coflow index or `NO_COFLOW`.
@@ -55,7 +55,7 @@ pub struct CoflowResult {
     /// Total bytes.
     pub bytes: u64,
     /// Completion time (its last sub-flow's), if it completed.
-    pub cct: Option<Delay>,
+    pub cct: Option<Duration>,
     /// Traffic index.
     pub traffic: u16,
 }
@@ -101,7 +101,7 @@ impl PortResult {
     }
 }
 
-/// Delay statistics of an observed flow.
+/// Duration statistics of an observed flow.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ObservedFlow {
     /// Flow index.
@@ -152,8 +152,8 @@ pub fn ideal_fct(
     spec: &FlowSpec,
     seg: &Segments,
     hash: u64,
-) -> Delay {
-    let walk = |src: u32, dst: u32, h: u64, mut visit: Box<dyn FnMut(Rate, Delay) + '_>| {
+) -> Duration {
+    let walk = |src: u32, dst: u32, h: u64, mut visit: Box<dyn FnMut(Rate, Duration) + '_>| {
         let mut port = topo.host_port(src);
         loop {
             let p = &topo.ports()[port as usize];
@@ -166,23 +166,27 @@ pub fn ideal_fct(
     };
     let mut fwd = Vec::with_capacity(8);
     walk(spec.src, spec.dst, hash, Box::new(|r, d| fwd.push((r, d))));
-    let mut back = Delay::ZERO;
+    let mut back = Duration::ZERO;
     walk(
         spec.dst,
         spec.src,
         hash ^ ACK_HASH,
-        Box::new(|r, d| back += d + r.tx_time(u64::from(ACK_LEN))),
+        Box::new(|r, d| back += d + r.tx_time_ceil(u64::from(ACK_LEN))),
     );
-    let slowest = fwd.iter().map(|&(r, _)| r).min().unwrap_or(Rate(1));
+    let slowest = fwd
+        .iter()
+        .map(|&(r, _)| r)
+        .min()
+        .unwrap_or(Rate::from_bps(1));
     let last = u64::from(seg.wire_len(seg.total - 1));
-    let mut t = slowest.tx_time(seg.wire_bytes());
+    let mut t = slowest.tx_time_ceil(seg.wire_bytes());
     let mut skipped = false;
     for &(r, d) in &fwd {
         t += d;
         if r == slowest && !skipped {
             skipped = true;
         } else {
-            t += r.tx_time(last);
+            t += r.tx_time_ceil(last);
         }
     }
     t + back
@@ -203,11 +207,11 @@ impl<Q: EventQueue> Sim<'_, Q> {
                 let ideal = if scheme && f.spec.size != u64::MAX {
                     ideal_fct(self.topo, self.routes, &f.spec, &f.seg, f.hash)
                 } else {
-                    Delay::ZERO
+                    Duration::ZERO
                 };
-                let goodput_bps = if f.spec.size == u64::MAX && window.0 > 0 {
+                let goodput_bps = if f.spec.size == u64::MAX && !window.is_zero() {
                     let segs = acked.saturating_sub(f.acked_at_measure);
-                    f64::from(segs) * f64::from(MSS) * 8.0 / window.secs()
+                    f64::from(segs) * f64::from(MSS) * 8.0 / window.as_secs_f64()
                 } else {
                     0.0
                 };
@@ -344,8 +348,8 @@ mod tests {
             2,
             1,
             2,
-            LinkParams::new(Rate::gbps(10), Delay(1000)),
-            LinkParams::new(Rate::gbps(40), Delay(100)),
+            LinkParams::new(Rate::from_gbps(10), Duration::from_nanos(1000)),
+            LinkParams::new(Rate::from_gbps(40), Duration::from_nanos(100)),
         )
         .unwrap();
         let r = Routes::new(&t).unwrap();
@@ -367,6 +371,9 @@ mod tests {
         // 2 x 1 us + 2 x 0.1 us of propagation; the ACK: 32 + 8 + 8 + 32 ns of
         // transmission and the same propagation.
         let d = ideal_fct(&t, &r, &spec, &seg, 0);
-        assert_eq!(d, Delay(1200 + 1200 + 300 + 300 + 2200 + 80 + 2200));
+        assert_eq!(
+            d,
+            Duration::from_nanos(1200 + 1200 + 300 + 300 + 2200 + 80 + 2200)
+        );
     }
 }

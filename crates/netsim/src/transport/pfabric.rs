@@ -23,7 +23,7 @@
 //! bounds a starved flow's retransmissions the same way.
 
 use super::{BitRing, Emit, Segments, MAX_WINDOW};
-use crate::time::{Delay, Time};
+use crate::time::{Duration, Time};
 
 /// Parameters of pFabric's rate control.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -33,7 +33,7 @@ pub struct PfabricParams {
     /// Largest window in segments.
     pub max_window: u32,
     /// Retransmission timeout (the paper: about three fabric RTTs).
-    pub rto: Delay,
+    pub rto: Duration,
 }
 
 impl Default for PfabricParams {
@@ -41,7 +41,7 @@ impl Default for PfabricParams {
         PfabricParams {
             init_window: 12,
             max_window: 12,
-            rto: Delay::from_us(45),
+            rto: Duration::from_micros(45),
         }
     }
 }
@@ -62,7 +62,7 @@ pub struct PfabricSender {
     cwnd: f64,
     ssthresh: f64,
     max_window: u32,
-    rto: Delay,
+    rto: Duration,
     backoff: u32,
     rto_at: Time,
     /// Segments retransmitted.
@@ -236,7 +236,7 @@ mod tests {
         let p = PfabricParams {
             init_window: 4,
             max_window: 8,
-            rto: Delay(1000),
+            rto: Duration::from_nanos(1000),
         };
         let mut s = PfabricSender::new(Segments::of(10 * 1460), &p);
         let mut out = Vec::new();

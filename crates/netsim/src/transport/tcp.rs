@@ -25,7 +25,7 @@
 //! receive window is [`MAX_WINDOW`] segments.
 
 use super::{Emit, RtoEstimator, Segments, MAX_WINDOW};
-use crate::time::{Delay, Time};
+use crate::time::{Duration, Time};
 
 /// Parameters of the TCP family.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -35,11 +35,11 @@ pub struct TcpParams {
     /// Largest window in segments (capped at [`MAX_WINDOW`]).
     pub max_window: u32,
     /// Smallest retransmission timeout.
-    pub min_rto: Delay,
+    pub min_rto: Duration,
     /// Timeout before the first RTT sample.
-    pub init_rto: Delay,
+    pub init_rto: Duration,
     /// Largest timeout, backoff included.
-    pub max_rto: Delay,
+    pub max_rto: Duration,
     /// DCTCP's gain `g` (DCTCP only).
     pub dctcp_gain: f64,
 }
@@ -49,9 +49,9 @@ impl Default for TcpParams {
         TcpParams {
             init_window: 10,
             max_window: MAX_WINDOW,
-            min_rto: Delay::from_ms(200),
-            init_rto: Delay::from_ms(1000),
-            max_rto: Delay::from_ms(60_000),
+            min_rto: Duration::from_millis(200),
+            init_rto: Duration::from_millis(1000),
+            max_rto: Duration::from_millis(60_000),
             dctcp_gain: 1.0 / 16.0,
         }
     }
@@ -115,7 +115,11 @@ impl TcpSender {
             recover: 0,
             in_recovery: false,
             max_window: p.max_window.clamp(1, MAX_WINDOW),
-            rto: RtoEstimator::new(p.init_rto.0, p.min_rto.0, p.max_rto.0),
+            rto: RtoEstimator::new(
+                p.init_rto.as_nanos(),
+                p.min_rto.as_nanos(),
+                p.max_rto.as_nanos(),
+            ),
             rto_at: Time::NEVER,
             dctcp: dctcp.then_some(Dctcp {
                 alpha: 1.0,
@@ -187,13 +191,13 @@ impl TcpSender {
             self.high = self.high.max(self.nxt);
         }
         if self.una < self.high && self.rto_at == Time::NEVER {
-            self.rto_at = now + Delay(self.rto.rto());
+            self.rto_at = now + Duration::from_nanos(self.rto.rto());
         }
     }
 
     fn restart_timer(&mut self, now: Time) {
         self.rto_at = if self.una < self.high {
-            now + Delay(self.rto.rto())
+            now + Duration::from_nanos(self.rto.rto())
         } else {
             Time::NEVER
         };
@@ -215,7 +219,7 @@ impl TcpSender {
     ) -> AckOutcome {
         if ack > self.una {
             let newly = ack - self.una;
-            self.rto.sample(now.since(echo).0);
+            self.rto.sample(now.since(echo).as_nanos());
             self.new_data(now, ack, newly, ece, out);
             if self.una >= self.seg.total {
                 self.rto_at = Time::NEVER;

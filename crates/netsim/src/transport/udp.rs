@@ -4,7 +4,7 @@
 
 use rand::Rng;
 
-use crate::time::{Delay, Rate, Time};
+use crate::time::{Duration, Rate, Time};
 
 /// How a datagram source emits.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -15,9 +15,9 @@ pub enum UdpPattern {
     /// `on` and `off` and shape `shape`; packets at `rate` while on.
     OnOff {
         /// Mean on period.
-        on: Delay,
+        on: Duration,
         /// Mean off period.
-        off: Delay,
+        off: Duration,
         /// Pareto shape (above 1).
         shape: f64,
     },
@@ -38,10 +38,10 @@ pub struct UdpSource {
 
 /// A Pareto-distributed length of mean `mean` and shape `shape`
 /// (`x_m = mean (shape - 1) / shape`, `x = x_m / U^(1/shape)`).
-pub fn pareto<R: Rng>(rng: &mut R, mean: Delay, shape: f64) -> Delay {
-    let xm = mean.0 as f64 * (shape - 1.0) / shape;
+pub fn pareto<R: Rng>(rng: &mut R, mean: Duration, shape: f64) -> Duration {
+    let xm = mean.as_nanos() as f64 * (shape - 1.0) / shape;
     let u: f64 = 1.0 - rng.gen::<f64>();
-    Delay((xm / u.powf(1.0 / shape)).min(1e15) as u64)
+    Duration::from_nanos((xm / u.powf(1.0 / shape)).min(1e15) as u64)
 }
 
 impl UdpSource {
@@ -90,7 +90,7 @@ impl UdpSource {
     /// A packet was sent at `now`: when the next one goes, if any.
     pub fn next<R: Rng>(&mut self, now: Time, rng: &mut R) -> Option<Time> {
         self.sent += 1;
-        let mut t = now + self.rate.tx_time(u64::from(self.len));
+        let mut t = now + self.rate.tx_time_ceil(u64::from(self.len));
         if let UdpPattern::OnOff { on, off, shape } = self.pattern {
             while t >= self.on_until {
                 let off_end = self.on_until + pareto(rng, off, shape);
@@ -120,8 +120,8 @@ pub struct DelayStats {
 
 impl DelayStats {
     /// Records a packet that took `delay` end to end.
-    pub fn record(&mut self, delay: Delay) {
-        let d = delay.0;
+    pub fn record(&mut self, delay: Duration) {
+        let d = delay.as_nanos();
         self.packets += 1;
         let x = d as f64;
         let delta = x - self.mean;
@@ -136,11 +136,11 @@ impl DelayStats {
     }
 
     /// Adds `d` to hop `hop`'s total.
-    pub fn record_hop(&mut self, hop: usize, d: Delay) {
+    pub fn record_hop(&mut self, hop: usize, d: Duration) {
         if self.per_hop.len() <= hop {
             self.per_hop.resize(hop + 1, 0);
         }
-        self.per_hop[hop] += d.0;
+        self.per_hop[hop] += d.as_nanos();
     }
 
     /// Mean delay, ns.
@@ -168,7 +168,7 @@ mod tests {
     #[test]
     fn cbr_spacing() {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
-        let mut s = UdpSource::new(Rate::mbps(1), 125, UdpPattern::Cbr, Time(10_000_000));
+        let mut s = UdpSource::new(Rate::from_mbps(1), 125, UdpPattern::Cbr, Time(10_000_000));
         assert_eq!(s.first(Time(0), &mut rng), Some(Time(0)));
         assert_eq!(s.next(Time(0), &mut rng), Some(Time(1_000_000)));
         assert_eq!(s.next(Time(9_000_000), &mut rng), None);
@@ -177,14 +177,14 @@ mod tests {
     #[test]
     fn on_off_mean_rate() {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
-        let on = Delay::from_ms(100);
+        let on = Duration::from_millis(100);
         let pat = UdpPattern::OnOff {
             on,
             off: on,
             shape: 1.5,
         };
         let stop = Time(2_000_000_000_000);
-        let mut s = UdpSource::new(Rate::mbps(4), 500, pat, stop);
+        let mut s = UdpSource::new(Rate::from_mbps(4), 500, pat, stop);
         let mut t = s.first(Time(0), &mut rng).unwrap();
         while let Some(n) = s.next(t, &mut rng) {
             t = n;
@@ -200,12 +200,12 @@ mod tests {
     fn delay_statistics() {
         let mut d = DelayStats::default();
         for x in [10, 20, 30] {
-            d.record(Delay(x));
+            d.record(Duration::from_nanos(x));
         }
         assert_eq!(d.mean(), 20.0);
         assert_eq!(d.stddev(), 10.0);
         assert_eq!(d.max, 30);
-        d.record_hop(2, Delay(5));
+        d.record_hop(2, Duration::from_nanos(5));
         assert_eq!(d.per_hop, vec![0, 0, 5]);
     }
 }

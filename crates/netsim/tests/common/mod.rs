@@ -8,7 +8,7 @@ use eiffel_netsim::port::DropPolicy;
 use eiffel_netsim::routing::Routes;
 use eiffel_netsim::setup::{simulate, LinkExtras, Scheme};
 use eiffel_netsim::sim::{RunConfig, RunResult, SchemeTransport};
-use eiffel_netsim::time::{Delay, Rate, Time};
+use eiffel_netsim::time::{Duration, Rate, Time};
 use eiffel_netsim::topology::{LinkParams, NodeKind, Topology, TopologyBuilder};
 use eiffel_netsim::workload::{FlowTransport, Traffic};
 use eiffel_policy::Policy;
@@ -60,7 +60,7 @@ pub fn run(
 
 /// Senders `s0..` (access delays `delays`) and one receiver `r0` on two
 /// switches joined by `neck`; access links of `access` rate.
-pub fn star(delays: &[Delay], access: Rate, neck: LinkParams) -> Topology {
+pub fn star(delays: &[Duration], access: Rate, neck: LinkParams) -> Topology {
     let mut b = TopologyBuilder::new();
     let left = b.node("left", NodeKind::Switch).unwrap();
     let right = b.node("right", NodeKind::Switch).unwrap();
@@ -69,7 +69,7 @@ pub fn star(delays: &[Delay], access: Rate, neck: LinkParams) -> Topology {
         b.link(h, left, LinkParams::new(access, d)).unwrap();
     }
     let r = b.node("r0", NodeKind::Host).unwrap();
-    b.link(r, right, LinkParams::new(access, Delay::from_us(1)))
+    b.link(r, right, LinkParams::new(access, Duration::from_micros(1)))
         .unwrap();
     b.link(left, right, neck).unwrap();
     b.finish().unwrap()
