@@ -17,7 +17,6 @@
 
 use std::hint::black_box;
 use std::path::PathBuf;
-use std::time::Instant;
 
 use eiffel_netsim::event::{Event, EventKind, EventQueue, HeapQueue, WheelQueue};
 use eiffel_netsim::scenario::Scenario;
@@ -26,31 +25,18 @@ use eiffel_netsim::time::{Duration, Time};
 use eiffel_netsim::workload::{generate, Traffic, Workload};
 use serde::Serialize;
 
+use crate::clock::CpuInstant;
 use crate::report::{fmt_f, print_results, Table};
 use crate::{BenchError, CommonOpts};
 
 const REPS: usize = 3;
 
-/// Nanoseconds this thread has run on a CPU (`/proc/thread-self/schedstat`):
-/// on a shared machine, time spent waiting for a core is not counted.
-fn cpu_ns() -> u64 {
-    std::fs::read_to_string("/proc/thread-self/schedstat")
-        .ok()
-        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
-        .unwrap_or(0)
-}
-
-/// Seconds of CPU time `f` takes on this thread (wall time if the kernel does
-/// not report it).
+/// Seconds of this thread's CPU time `f` takes ([`crate::clock`]): on a shared
+/// machine, time spent waiting for a core is not counted.
 fn timed(f: impl FnOnce()) -> f64 {
-    let (c0, t0) = (cpu_ns(), Instant::now());
+    let t0 = CpuInstant::now();
     f();
-    let c = cpu_ns().saturating_sub(c0);
-    if c0 == 0 || c == 0 {
-        t0.elapsed().as_secs_f64()
-    } else {
-        c as f64 / 1e9
-    }
+    t0.elapsed().as_secs_f64()
 }
 
 /// One measured configuration.

@@ -25,10 +25,10 @@ use serde::Deserialize;
 use eiffel_policy::units::{self, SizeUnit, UnitError};
 
 /// The web search distribution (DCTCP, SIGCOMM 2010), as used by pFabric.
-pub const WEB_SEARCH: &str = include_str!("../../../examples/scenarios/cdf/web-search.toml");
+pub const WEB_SEARCH: &str = include_str!("../data/web-search.toml");
 
 /// The data mining distribution (VL2, SIGCOMM 2009), as used by pFabric.
-pub const DATA_MINING: &str = include_str!("../../../examples/scenarios/cdf/data-mining.toml");
+pub const DATA_MINING: &str = include_str!("../data/data-mining.toml");
 
 /// A flow-size distribution.
 #[derive(Clone, Debug, PartialEq)]
