@@ -151,6 +151,35 @@ fn a_policy_file_error_names_the_policy_file() {
 }
 
 #[test]
+fn a_distribution_file_error_names_the_distribution_file() {
+    let dir = std::env::temp_dir().join(format!("netsim-cdf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cdf = "name = \"d\"\nunit = \"1KB\"\npoints = [\n  [2, 0.5],\n  [1, 1.0],\n]\n";
+    std::fs::write(dir.join("d.toml"), cdf).unwrap();
+    std::fs::write(
+        dir.join("u.toml"),
+        "name = \"u\"\nunit = \"1460\"\npoints = [[1, 1.0]]\n",
+    )
+    .unwrap();
+    let poisson = "name = \"a\"\nkind = \"poisson\"\nsizes = \"FILE\"\nflows = 10\n";
+    let text = BASE.replace(
+        "name = \"a\"\nkind = \"flows\"\nsrc = \"s0\"\ndst = \"r0\"\nsize = \"100KB\"\n",
+        poisson,
+    );
+    assert!(text.contains("FILE"));
+    let err = |f: &str| {
+        Scenario::parse(&text.replace("FILE", f), "s.toml", &dir)
+            .unwrap_err()
+            .to_string()
+    };
+    let (points, unit) = (err("d.toml"), err("u.toml"));
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(points.contains("d.toml:5:3: key `points[1]`"), "{points}");
+    assert!(points.contains("must not decrease"), "{points}");
+    assert!(unit.contains("u.toml:2:8: key `unit`"), "{unit}");
+}
+
+#[test]
 fn disconnected_topologies_and_unknown_nodes_are_refused() {
     let custom = r#"[topology]
 kind = "custom"

@@ -13,12 +13,12 @@
 use std::sync::Arc;
 
 use eiffel_policy::units::{self, SizeUnit};
-use eiffel_policy::PolicyError;
+use eiffel_policy::{KeyIndex, PolicyError};
 use toml::Spanned;
 
 use super::file::TrafficFile;
 use super::Ctx;
-use crate::cdf::Cdf;
+use crate::cdf::{Cdf, CdfError, PointsError};
 use crate::time::{Duration, Rate, Time};
 use crate::topology::Topology;
 use crate::transport::udp::UdpPattern;
@@ -120,8 +120,7 @@ fn sizes(ctx: &Ctx<'_>, v: &Spanned<toml::Value>, key: &str) -> Result<Sizes, Po
                         ),
                     )
                 })?;
-                let cdf = Cdf::parse(&text)
-                    .map_err(|e| ctx.index.error(v.span().start, key, format!("{}: {e}", path.display())))?;
+                let cdf = Cdf::parse(&text).map_err(|e| cdf_error(&path, &text, &e))?;
                 Ok(Sizes::Cdf(Arc::new(cdf)))
             }
         },
@@ -138,6 +137,25 @@ fn sizes(ctx: &Ctx<'_>, v: &Spanned<toml::Value>, key: &str) -> Result<Sizes, Po
             key,
             "sizes: \"web-search\", \"data-mining\", a distribution file, a size such as \"100KB\", or [\"min\", \"max\"]",
         ),
+    }
+}
+
+/// A distribution file's mistake in that file's own terms: its name, line and
+/// key (`unit`, `points[3]`).
+fn cdf_error(path: &std::path::Path, text: &str, e: &CdfError) -> PolicyError {
+    let index = KeyIndex::new(&path.display().to_string(), text);
+    match e {
+        CdfError::Syntax(t) => index.toml_error(t),
+        CdfError::Unit(u) => index.at_key("unit", u.to_string()),
+        CdfError::Points(p) => {
+            let key = match p {
+                PointsError::Size { index, .. }
+                | PointsError::Probability { index, .. }
+                | PointsError::Decreasing { index } => format!("points[{index}]"),
+                PointsError::Empty | PointsError::Incomplete { .. } => "points".to_string(),
+            };
+            index.at_key(&key, p.to_string())
+        }
     }
 }
 
