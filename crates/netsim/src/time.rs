@@ -86,5 +86,14 @@ mod tests {
         assert_eq!(Time::NEVER + Duration::from_nanos(5), Time::NEVER);
         assert_eq!(Time(5).since(Time(9)), Duration::ZERO);
         assert_eq!(ms(Duration::from_micros(1500)), 1.5);
+        let (a, b) = (Duration::from_nanos(7), Duration::from_nanos(5));
+        assert_eq!(a + b, Duration::from_nanos(12));
+        assert_eq!(b - a, Duration::ZERO);
+        assert_eq!(Duration::MAX + a, Duration::MAX);
+        assert_eq!(a.times(3), Duration::from_nanos(21));
+        assert_eq!(Duration::MAX.times(2), Duration::MAX);
+        let mut c = a;
+        c += b;
+        assert_eq!(c, Duration::from_nanos(12));
     }
 }
