@@ -9,6 +9,7 @@ pub mod clock;
 pub mod cq;
 pub mod hqos;
 pub mod mailbox;
+mod netsim;
 pub mod policy;
 pub mod probe;
 mod pspat;
@@ -55,6 +56,10 @@ pub enum BenchCommand {
     /// and hClock on bucketed queues vs binary heaps, and the cost of pacing 20,000
     /// flows with one timing-wheel shaper vs a comparison heap (Eiffel section 5.1).
     Policy(CommonOpts),
+    /// The network simulator: events per second on one core, its event list on
+    /// Eiffel's timing wheel against a binary heap, whole runs of the Eiffel
+    /// Fig. 15 fabric and the event list alone.
+    Netsim(CommonOpts),
     /// Live traffic: Mpps of 64-byte frames and CPU per frame through `eiffel shape`
     /// with a policy, against a kernel bridge with HTB on the same veth topology
     /// (needs root).
@@ -79,6 +84,7 @@ pub fn run(cmd: BenchCommand) -> Result<(), BenchError> {
         BenchCommand::Mailbox(opts) => mailbox::run(&opts),
         BenchCommand::Policy(opts) => policy::run(&opts),
         BenchCommand::Shape(opts) => shape::run(&opts),
+        BenchCommand::Netsim(opts) => netsim::run(&opts),
         BenchCommand::Hqos(opts) => hqos::run(&opts),
     }
 }

@@ -1,5 +1,6 @@
 //! The `eiffel` command-line tool: policy runs on an emulated link (`eiffel run`),
-//! policy checks (`eiffel check`), live traffic shaping between two interfaces
+//! policy checks (`eiffel check`), network-wide simulations (`eiffel sim`),
+//! live traffic shaping between two interfaces
 //! (`eiffel shape`, `eiffel stats`), and benchmarks that reproduce the papers'
 //! measurements (`eiffel bench`).
 
@@ -9,6 +10,7 @@ use std::process::ExitCode;
 mod check;
 mod run;
 mod shape;
+mod sim;
 mod stats;
 
 /// Eiffel: efficient and flexible software packet scheduling.
@@ -26,6 +28,9 @@ enum Command {
     Run(run::RunArgs),
     /// Validate a policy file and print the compiled tree.
     Check(check::CheckArgs),
+    /// Simulate a network scenario (topology, traffic, schemes) packet by
+    /// packet with a policy tree at every port, swept over loads and seeds.
+    Sim(sim::SimArgs),
     /// Schedule live traffic between two interfaces by a policy file: a
     /// transparent bump in the wire (needs CAP_NET_RAW).
     Shape(shape::ShapeArgs),
@@ -41,6 +46,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Check(args) => check::run(&args),
+        Command::Sim(args) => sim::run(&args),
         Command::Shape(args) => shape::run(&args),
         Command::Stats(args) => stats::run(&args),
         Command::Bench(cmd) => eiffel_bench::run(cmd),

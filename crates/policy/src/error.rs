@@ -75,9 +75,11 @@ struct Entry {
     value: Range<usize>,
 }
 
-/// Byte offsets to key paths and back, for one file's text.
+/// Byte offsets to key paths and back, for one file's text: how every file
+/// format built on TOML (policies, workloads, network scenarios) reports
+/// `FILE:LINE:COL: key `PATH`: message`.
 #[derive(Clone, Debug)]
-pub(crate) struct KeyIndex {
+pub struct KeyIndex {
     file: String,
     text: String,
     entries: Vec<Entry>,
@@ -94,7 +96,7 @@ fn join(prefix: &str, key: &str) -> String {
 impl KeyIndex {
     /// `v` if it lies in `lo..=hi`; otherwise an error at `v` naming `key` (and
     /// `what` the value is, when given).
-    pub(crate) fn int_in(
+    pub fn int_in(
         &self,
         v: &toml::Spanned<i64>,
         key: &str,
@@ -115,7 +117,7 @@ impl KeyIndex {
     }
 
     /// Indexes `text` (already known to be valid TOML) of file `file`.
-    pub(crate) fn new(file: &str, text: &str) -> KeyIndex {
+    pub fn new(file: &str, text: &str) -> KeyIndex {
         let mut entries = Vec::new();
         if let Ok(doc) = toml_edit::ImDocument::parse(text) {
             walk_table(doc.as_table(), "", &mut entries);
@@ -139,7 +141,7 @@ impl KeyIndex {
     }
 
     /// The span of `path`'s value (or of the key when the value has none).
-    pub(crate) fn span_of(&self, path: &str) -> Option<Range<usize>> {
+    pub fn span_of(&self, path: &str) -> Option<Range<usize>> {
         self.entries.iter().find(|e| e.path == path).map(|e| {
             if e.value.is_empty() {
                 e.key.clone()
@@ -159,7 +161,7 @@ impl KeyIndex {
     }
 
     /// 1-based line of byte `offset`.
-    pub(crate) fn line_of(&self, offset: usize) -> usize {
+    pub fn line_of(&self, offset: usize) -> usize {
         self.line_col(offset).0
     }
 
@@ -186,18 +188,13 @@ impl KeyIndex {
 
     /// An error at `path` (pointing at its value), or at the file's start if the
     /// key is absent.
-    pub(crate) fn at_key(&self, path: &str, message: impl Into<String>) -> PolicyError {
+    pub fn at_key(&self, path: &str, message: impl Into<String>) -> PolicyError {
         let offset = self.span_of(path).map_or(0, |s| s.start);
         self.error(offset, path, message)
     }
 
     /// An error at byte `offset`, naming `key`.
-    pub(crate) fn error(
-        &self,
-        offset: usize,
-        key: &str,
-        message: impl Into<String>,
-    ) -> PolicyError {
+    pub fn error(&self, offset: usize, key: &str, message: impl Into<String>) -> PolicyError {
         let (line, column) = self.line_col(offset);
         PolicyError::Invalid {
             file: self.file.clone(),
@@ -241,7 +238,7 @@ impl KeyIndex {
     }
 
     /// A deserialization or syntax error from the `toml` crate.
-    pub(crate) fn toml_error(&self, e: &toml::de::Error) -> PolicyError {
+    pub fn toml_error(&self, e: &toml::de::Error) -> PolicyError {
         let offset = e.span().map_or(0, |s| s.start);
         let message = e.message().trim().to_string();
         self.error_at(offset, message)

@@ -155,8 +155,7 @@ use eiffel_sched::tree::TreeSpec;
 use eiffel_sched::{ClassId, PolicyTree};
 
 pub use classify::{ClassifyError, ClassifySpec};
-use error::KeyIndex;
-pub use error::PolicyError;
+pub use error::{KeyIndex, PolicyError};
 pub use file::DEFAULT_CAPACITY;
 pub use run::{run, RunOptions, RunReport};
 pub use workload::WorkloadFile;

@@ -133,6 +133,40 @@ impl From<std::time::Duration> for Duration {
     }
 }
 
+impl Duration {
+    /// `k` times this span (saturating): a timer's backoff, a round's start.
+    #[must_use]
+    pub const fn times(self, k: u64) -> Duration {
+        Duration(self.0.saturating_mul(k))
+    }
+}
+
+impl core::ops::Add for Duration {
+    type Output = Duration;
+    /// Saturating.
+    #[inline]
+    fn add(self, d: Duration) -> Duration {
+        Duration(self.0.saturating_add(d.0))
+    }
+}
+
+impl core::ops::AddAssign for Duration {
+    /// Saturating.
+    #[inline]
+    fn add_assign(&mut self, d: Duration) {
+        self.0 = self.0.saturating_add(d.0);
+    }
+}
+
+impl core::ops::Sub for Duration {
+    type Output = Duration;
+    /// Saturating at zero.
+    #[inline]
+    fn sub(self, d: Duration) -> Duration {
+        Duration(self.0.saturating_sub(d.0))
+    }
+}
+
 impl fmt::Display for Duration {
     /// The largest unit that keeps the value at least 1: `"15.26 us"`, `"2 s"`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
