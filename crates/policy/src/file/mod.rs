@@ -9,6 +9,7 @@
 //! section ([`crate::classify`]).
 
 mod discipline;
+mod names;
 mod node;
 mod shape;
 
@@ -130,7 +131,7 @@ pub(crate) fn compile(index: &KeyIndex, text: &str) -> Result<Compiled, PolicyEr
 /// The tree-wide settings: capacity, mtu and the shaper.
 fn globals(index: &KeyIndex, file: &PolicyFile, spec: &mut TreeSpec) -> Result<(), PolicyError> {
     if let Some(c) = &file.capacity {
-        let max = i64::from(u32::MAX);
+        let max = eiffel_sched::MAX_POOL_CAPACITY as i64;
         spec.capacity = int_in(index, c, "capacity", 1, max, "capacity (packets)")? as u32;
     }
     if let Some(m) = &file.mtu {

@@ -42,6 +42,7 @@
 mod build;
 mod cq;
 mod discipline;
+mod footprint;
 mod invariants;
 mod minq;
 mod node;
@@ -62,6 +63,7 @@ pub use discipline::{
     CalendarPolicy, CalendarSpec, Discipline, EdfRotation, FairQueue, QueueChoice, Rank,
     DEFAULT_PERIOD, MAX_CALENDAR_BYTES, MAX_PERIOD, MAX_POLICER_RATE,
 };
+pub use footprint::{Allocation, Footprint, Part};
 use node::{Kind, Node, NONE};
 use sched::NodeSched;
 pub use select::QueuePlan;
