@@ -10,8 +10,60 @@ pub use eiffel_sim::policy_run::{
     Fct, FlowReport, Latency, LeafSeries, NodeReport, RunOptions, RunReport, RunSettings, Totals,
 };
 
+pub use eiffel_sim::estimate::RunEstimate;
+
+use crate::budget::Estimate;
 use crate::workload::WorkloadFile;
 use crate::Policy;
+
+/// What a run of a workload through a policy will cost, estimated before it
+/// starts ([`crate::budget`]).
+#[derive(Clone, Debug)]
+pub struct RunCost {
+    /// Every allocation, charged to the key that causes it: the policy's tree
+    /// and flow table, the workload's flows, the run's histograms and series.
+    pub memory: Estimate,
+    /// The run's expected events and its own allocations.
+    pub run: RunEstimate,
+}
+
+/// Estimates the run of `w` through `policy` with `opts`; allocates nothing
+/// that grows with the inputs.
+#[must_use]
+pub fn estimate(policy: &Policy, w: &WorkloadFile, opts: &RunOptions) -> RunCost {
+    let spec = policy.spec();
+    // The run keeps per-leaf statistics for every node index (class ids are node
+    // indices), and a merged histogram per node for the report.
+    let nodes = spec.nodes.len();
+    let run = eiffel_sim::estimate::estimate(&w.workload, nodes, nodes, opts);
+    let mut memory = policy.estimate();
+    let largest = w
+        .workload
+        .groups
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, g)| g.count)
+        .map_or(0, |(i, _)| i);
+    memory.charge(
+        w.at_key(&format!("flow[{largest}].count")),
+        format!("the state of {} workload flows", w.workload.flows()),
+        run.flow_bytes,
+    );
+    memory.charge(
+        policy.at_key("node"),
+        format!(
+            "latency histograms (two per node of {nodes} and per flow group of {})",
+            w.workload.groups.len()
+        ),
+        run.histogram_bytes,
+    );
+    memory.charge(
+        policy.at_key("node"),
+        format!("rates over time of {nodes} nodes"),
+        run.series_bytes,
+    );
+    RunCost { memory, run }
+}
 
 impl RunSettings for WorkloadFile {
     fn duration(&self) -> Nanos {

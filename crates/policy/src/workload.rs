@@ -42,6 +42,8 @@ pub struct WorkloadFile {
     pub duration: u64,
     /// Link rate in bits per second.
     pub link_rate: u64,
+    /// Where each key is written, for errors about the workload as a whole.
+    index: KeyIndex,
 }
 
 #[derive(Debug, Deserialize)]
@@ -337,7 +339,14 @@ impl WorkloadFile {
             workload,
             duration,
             link_rate,
+            index,
         })
+    }
+
+    /// An error pointing at `key` (empty message), for charges and checks that
+    /// concern the workload as a whole.
+    pub(crate) fn at_key(&self, key: &str) -> PolicyError {
+        self.index.at_key(key, "")
     }
 
     /// Reads and parses the workload file at `path`.

@@ -1,7 +1,7 @@
 //! Hostile inputs: each is refused with a clear error (file, line, key) or runs,
 //! and none panics, aborts or takes long.
 
-use eiffel_policy::Policy;
+use eiffel_policy::{Limits, Policy};
 
 /// Parses `text` as `bad.toml` and checks the error's line, key and message.
 #[track_caller]
@@ -86,4 +86,60 @@ fn a_long_cycle_is_found() {
     }
     let err = Policy::parse(&s, "cycle.toml").unwrap_err().to_string();
     assert!(err.contains("its own ancestor"), "{err}");
+}
+
+#[test]
+fn memory_beyond_the_limit_is_refused_before_allocating() {
+    // 224 GiB of packet pool: refused at once, naming the key and the estimate.
+    refused(
+        &format!("capacity = 4294967294\n{}", named("a")),
+        1,
+        "capacity",
+        "would need about 224 GiB of memory, above the limit of 4 GiB",
+    );
+    // Per-flow leaves: the flows' state is charged to `flows`.
+    let flows = "[[node]]\nname = \"root\"\ndiscipline = \"wfq\"\n[[node]]\nname = \"a\"\nparent = \"root\"\ndiscipline = \"pfabric\"\nflows = 16000000\n";
+    let limits = Limits {
+        max_memory: 256 << 20,
+    };
+    let err = Policy::parse_with(flows, "f.toml", &limits).unwrap_err();
+    assert_eq!(err.key(), Some("node[1].flows"), "{err}");
+    assert!(err.to_string().contains("the flows of node `a`"), "{err}");
+    // The same file fits a larger limit, and its estimate covers what it uses.
+    let big = Limits {
+        max_memory: 64 << 30,
+    };
+    let p = Policy::parse_with(flows, "f.toml", &big).unwrap();
+    assert!(p.estimate().total() > 16_000_000 * 32);
+}
+
+#[test]
+fn a_wide_tree_of_a_hundred_thousand_nodes_is_estimated_whole() {
+    // 4,000 branches of 24 levels: 96,001 nodes, each internal one with its
+    // own bucketed queue; refused within the default limit, naming the queues.
+    let mut s = String::from("[[node]]\nname = \"root\"\ndiscipline = \"wfq\"\n");
+    for i in 0..4000 {
+        let mut prev = "root".to_string();
+        for j in 0..24 {
+            let name = format!("b{i}_{j}");
+            s.push_str(&format!(
+                "[[node]]\nname = \"{name}\"\nparent = \"{prev}\"\n"
+            ));
+            if j < 23 {
+                s.push_str("discipline = \"wfq\"\n");
+            }
+            prev = name;
+        }
+    }
+    s.push_str("[classify]\ndefault = \"b0_23\"\n");
+    for i in 1..4000 {
+        s.push_str(&format!(
+            "[[classify.rule]]\nleaf = \"b{i}_23\"\nflow = {i}\n"
+        ));
+    }
+    let err = Policy::parse(&s, "wide.toml").unwrap_err().to_string();
+    assert!(
+        err.contains("the queue of 92001 nodes") && err.contains("above the limit of 4 GiB"),
+        "{err}"
+    );
 }

@@ -19,6 +19,7 @@ use eiffel_sched::{ConfigError, PolicyTree};
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::budget::{self, Limits};
 use crate::classify::{self, ClassifyFile, ClassifySpec};
 use crate::error::{KeyIndex, PolicyError};
 use crate::units::{Rate, Size, Time};
@@ -103,8 +104,13 @@ fn int_in(
     index.int_in(v, key, lo, hi, Some(what))
 }
 
-/// Compiles policy `text` (see the module docs).
-pub(crate) fn compile(index: &KeyIndex, text: &str) -> Result<Compiled, PolicyError> {
+/// Compiles policy `text` (see the module docs); nothing is allocated for the
+/// tree or the flow table before their estimate fits `limits`.
+pub(crate) fn compile(
+    index: &KeyIndex,
+    text: &str,
+    limits: &Limits,
+) -> Result<Compiled, PolicyError> {
     let file: PolicyFile = toml::from_str(text).map_err(|e| index.toml_error(&e))?;
     let mut spec = TreeSpec::new(DEFAULT_CAPACITY);
     globals(index, &file, &mut spec)?;
@@ -119,8 +125,12 @@ pub(crate) fn compile(index: &KeyIndex, text: &str) -> Result<Compiled, PolicyEr
         spec.add(ns);
     }
     spec.validate().map_err(|e| spec_error(index, &e))?;
+    budget::tree(index, &spec).check(limits)?;
     PolicyTree::new(spec.clone()).map_err(|e| config_error(index, &spec, &e))?;
     let (classify, rules) = classify::compile(index, file.classify, &spec)?;
+    let mut estimate = budget::tree(index, &spec);
+    estimate.extend(budget::flow_table(index, classify.flow_table.max_flows));
+    estimate.check(limits)?;
     Ok(Compiled {
         spec,
         classify,
