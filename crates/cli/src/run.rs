@@ -372,7 +372,7 @@ fn nodes_table(r: &RunReport) -> String {
                 "  ".repeat(n.depth),
                 n.path.rsplit('/').next().unwrap_or(&n.path)
             ),
-            n.discipline.clone().unwrap_or_else(|| "fifo".into()),
+            n.discipline.clone(),
             n.weight.to_string(),
             fmt_rate(n.throughput_bps),
             n.share_of_parent

@@ -101,7 +101,7 @@ struct FlowSlot {
 ///
 /// Packets are classified by [`Packet::flow`]. Admission drops, each counted:
 /// [`DropReason::UnknownFlow`] (flow not configured), [`DropReason::TooLarge`]
-/// (longer than the flow's `max_packet`), [`DropReason::FlowLimit`] (the flow's
+/// (longer than the flow's `max_packet`), [`DropReason::LeafFull`] (the flow's
 /// `limit` reached), [`DropReason::QueueFull`] (the shared pool is full).
 /// `enqueue` and `dequeue` cost one pool operation plus one core operation.
 #[derive(Clone, Debug)]
@@ -194,7 +194,7 @@ impl<C: FlowCore> Scheduler for PerFlow<C> {
             return Err(self.counters.drop_packet(pkt, DropReason::TooLarge));
         }
         if slot.fifo.len() >= slot.limit {
-            return Err(self.counters.drop_packet(pkt, DropReason::FlowLimit));
+            return Err(self.counters.drop_packet(pkt, DropReason::LeafFull));
         }
         if let Err(pkt) = self.pool.push_back(&mut slot.fifo, pkt) {
             return Err(self.counters.drop_packet(pkt, DropReason::QueueFull));

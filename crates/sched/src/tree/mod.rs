@@ -458,7 +458,7 @@ impl Scheduler for PolicyTree {
         }
         let node = &self.nodes[leaf as usize];
         if node.backlog.packets >= u64::from(node.capacity) {
-            return Err(self.refuse(leaf, pkt, DropReason::FlowLimit));
+            return Err(self.refuse(leaf, pkt, DropReason::LeafFull));
         }
         if self.pool.is_full() {
             return Err(self.refuse(leaf, pkt, DropReason::QueueFull));
@@ -468,7 +468,7 @@ impl Scheduler for PolicyTree {
                 return Err(self.refuse(leaf, pkt, DropReason::UnknownFlow));
             };
             if flow.fifo.len() >= fl.flow_queue_limit {
-                return Err(self.refuse(leaf, pkt, DropReason::FlowLimit));
+                return Err(self.refuse(leaf, pkt, DropReason::LeafFull));
             }
         }
         if self.policed && self.policer_refuses(leaf, &pkt, now) {
