@@ -150,6 +150,9 @@ pub fn run(args: &RunArgs) -> Result<(), Box<dyn std::error::Error>> {
         .collect::<Result<Vec<_>, _>>()?;
     let mut events = 0u64;
     for p in std::iter::once(&policy).chain(&others) {
+        for warning in eiffel_policy::run::check_fits(p, &workload)? {
+            eprintln!("eiffel run: warning: {warning}");
+        }
         let cost = eiffel_policy::run::estimate(p, &workload, &opts);
         cost.memory.check(&limits)?;
         events = events.saturating_add(cost.run.events());

@@ -27,6 +27,42 @@ pub struct RunCost {
     pub run: RunEstimate,
 }
 
+/// Refuses a workload whose packets could never enter `policy`: a flow group
+/// whose every packet is larger than the policy's `mtu` (each would be dropped
+/// as `too_large`). Returns warnings, at the same key, for groups with only
+/// some packets above the mtu.
+///
+/// # Errors
+/// A group whose smallest packet exceeds the mtu, at its `packet` key.
+pub fn check_fits(
+    policy: &Policy,
+    w: &WorkloadFile,
+) -> Result<Vec<crate::PolicyError>, crate::PolicyError> {
+    let mtu = policy.spec().mtu;
+    let mut warnings = Vec::new();
+    for (i, g) in w.workload.groups.iter().enumerate() {
+        if g.packets.max() <= mtu {
+            continue;
+        }
+        let (what, fatal) = if g.packets.min() > mtu {
+            ("every one", true)
+        } else {
+            ("those", false)
+        };
+        let message = format!(
+            "packets of up to {} B are larger than the mtu of {} ({mtu} B): {what} would be dropped as too_large",
+            g.packets.max(),
+            policy.file_name()
+        );
+        let e = w.error_at(&format!("flow[{i}].packet"), message);
+        if fatal {
+            return Err(e);
+        }
+        warnings.push(e);
+    }
+    Ok(warnings)
+}
+
 /// Estimates the run of `w` through `policy` with `opts`; allocates nothing
 /// that grows with the inputs.
 #[must_use]

@@ -157,13 +157,20 @@ impl Reader<'_> {
             return Err(index.at_key(&key("slack"), msg));
         }
         let t = |v: &Option<Spanned<Time>>| v.as_ref().map(|x| x.get_ref().get());
+        let start = t(&f.start).unwrap_or(0);
+        if let Some(stop) = t(&f.stop).filter(|&s| s <= start) {
+            let msg = format!(
+                "`stop` ({stop} ns) is not after `start` ({start} ns): the group would send nothing"
+            );
+            return Err(index.at_key(&key("stop"), msg));
+        }
         Ok(FlowGroup {
             name,
             count,
             class,
             packets,
             process,
-            start: t(&f.start).unwrap_or(0),
+            start,
             stagger: t(&f.stagger).unwrap_or(0),
             stop: t(&f.stop),
             flow_sizes,
@@ -347,6 +354,11 @@ impl WorkloadFile {
     /// concern the workload as a whole.
     pub(crate) fn at_key(&self, key: &str) -> PolicyError {
         self.index.at_key(key, "")
+    }
+
+    /// An error with `message` at `key`.
+    pub(crate) fn error_at(&self, key: &str, message: String) -> PolicyError {
+        self.index.at_key(key, message)
     }
 
     /// Reads and parses the workload file at `path`.

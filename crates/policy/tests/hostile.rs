@@ -1,7 +1,8 @@
 //! Hostile inputs: each is refused with a clear error (file, line, key) or runs,
 //! and none panics, aborts or takes long.
 
-use eiffel_policy::{Limits, Policy};
+use eiffel_policy::run::check_fits;
+use eiffel_policy::{Limits, Policy, WorkloadFile};
 
 /// Parses `text` as `bad.toml` and checks the error's line, key and message.
 #[track_caller]
@@ -142,4 +143,48 @@ fn a_wide_tree_of_a_hundred_thousand_nodes_is_estimated_whole() {
         err.contains("the queue of 92001 nodes") && err.contains("above the limit of 4 GiB"),
         "{err}"
     );
+}
+
+#[test]
+fn meaningless_settings_are_refused_at_their_key() {
+    let strict = "[[node]]\nname = \"root\"\ndiscipline = \"strict\"\n[[node]]\nname = \"a\"\nparent = \"root\"\nweight = 3\n";
+    refused(strict, 7, "node[1].weight", "does not share by weight");
+    let wfq = "[[node]]\nname = \"root\"\ndiscipline = \"wfq\"\n[[node]]\nname = \"a\"\nparent = \"root\"\npriority = 2\n";
+    refused(wfq, 7, "node[1].priority", "is not `strict`");
+    let hclock = "[[node]]\nname = \"root\"\ndiscipline = \"hclock\"\nlimit = \"10Mbit\"\n[[node]]\nname = \"a\"\nparent = \"root\"\nreservation = \"6Mbit\"\n[[node]]\nname = \"b\"\nparent = \"root\"\nreservation = \"6Mbit\"\n[classify]\ndefault = \"a\"\n[[classify.rule]]\nleaf = \"b\"\nclass = 1\n";
+    refused(
+        hclock,
+        12,
+        "node[2].reservation",
+        "add up to 12000000 bit/s, above its limit of 10000000 bit/s",
+    );
+}
+
+#[test]
+fn workloads_that_cannot_mean_anything_are_refused() {
+    let err = WorkloadFile::parse(
+        "[[flow]]\nname = \"f\"\narrivals = \"greedy\"\nstart = \"2s\"\nstop = \"1s\"\n",
+        "w.toml",
+    )
+    .unwrap_err();
+    assert_eq!(err.key(), Some("flow[0].stop"), "{err}");
+    assert!(err.to_string().contains("not after `start`"), "{err}");
+    let policy = Policy::parse(&format!("mtu = \"1000B\"\n{}", named("a")), "p.toml").unwrap();
+    let big = WorkloadFile::parse(
+        "[[flow]]\nname = \"f\"\narrivals = \"greedy\"\npacket = \"1500B\"\n",
+        "w.toml",
+    )
+    .unwrap();
+    let err = check_fits(&policy, &big).unwrap_err().to_string();
+    assert!(
+        err.starts_with("w.toml:4:10: key `flow[0].packet`") && err.contains("every one"),
+        "{err}"
+    );
+    let some = WorkloadFile::parse(
+        "[[flow]]\nname = \"f\"\narrivals = \"greedy\"\npacket = [\"64B\", \"1500B\"]\n",
+        "w.toml",
+    )
+    .unwrap();
+    let warnings = check_fits(&policy, &some).unwrap();
+    assert_eq!(warnings.len(), 1);
 }

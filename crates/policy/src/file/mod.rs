@@ -11,6 +11,7 @@
 mod discipline;
 mod names;
 mod node;
+mod sense;
 mod shape;
 
 use eiffel_classify::RuleSet;
@@ -119,6 +120,7 @@ pub(crate) fn compile(
     }
     let shape = shape::Shape::of(index, &file.node)?;
     let kinds = discipline::kinds(index, &file.node)?;
+    sense::check(index, &file.node, &kinds, &shape)?;
     for (i, n) in file.node.iter().enumerate() {
         let d = discipline::compile(index, n, i, kinds[i], &shape)?;
         let ns = node::compile(index, n, i, d, &kinds, &shape, spec.mtu)?;
