@@ -150,6 +150,7 @@ fn check_socket_path(path: &Path) -> Result<(), Error> {
 struct Source<'a> {
     file: &'a Path,
     limits: Limits,
+    link: LinkRate,
 }
 
 enum Event {
@@ -169,6 +170,14 @@ fn reload(bump: &Bump, src: &Source<'_>) -> ReloadAnswer {
         }
         Ok(p) => {
             warn_workload_rules(&p);
+            if let Err(e) = check_link_rate(src.link, &p) {
+                bump.record_refused_reload(e.clone());
+                return ReloadAnswer {
+                    ok: false,
+                    error: Some(e),
+                    ..ReloadAnswer::default()
+                };
+            }
             match bump.reload(live(&p)) {
                 Ok(r) => ReloadAnswer {
                     ok: true,
@@ -244,6 +253,29 @@ fn config(args: &ShapeArgs) -> Result<ShapeConfig, Error> {
     Ok(cfg)
 }
 
+/// The link rates the live runtime accepts, bits per second.
+const LINK_RATES: std::ops::RangeInclusive<u64> = 1_000..=10_000_000_000_000_000;
+
+/// Refuses a link rate the runtime would refuse, naming where it comes from:
+/// `--link-rate`, or the policy root's `limit`.
+fn check_link_rate(link: LinkRate, policy: &Policy) -> Result<(), String> {
+    let bps = link.for_policy(policy.spec());
+    if LINK_RATES.contains(&bps) {
+        return Ok(());
+    }
+    let from = match link {
+        LinkRate::Fixed(_) => "--link-rate".to_string(),
+        LinkRate::FromPolicy { .. } => format!(
+            "the root's `limit` in {} (the link rate when --link-rate is not given)",
+            policy.file_name()
+        ),
+    };
+    Err(format!(
+        "{from}: a link of {} is outside what the live data path runs, 1 kbit/s..=10 Pbit/s",
+        fmt_rate(bps as f64)
+    ))
+}
+
 /// Runs `eiffel shape` until SIGINT or SIGTERM.
 pub fn run(args: &ShapeArgs) -> Result<(), Error> {
     let limits = Limits {
@@ -263,6 +295,7 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
     });
     // Before any interface is opened.
     check_socket_path(&socket)?;
+    check_link_rate(cfg.link_rate, &policy)?;
     // Signals are caught from here on, so a stop during start-up is not lost.
     let signals = Signals::new([SIGINT, SIGTERM, SIGHUP])
         .map_err(|e| format!("cannot install signal handlers: {e}"))?;
@@ -286,6 +319,7 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
     let src = Source {
         file: &args.policy,
         limits,
+        link: cfg.link_rate,
     };
     let reason = serve_until_stopped(&src, &bump, &listener, &socket, signals, interval);
     if is_socket(&socket) {

@@ -138,3 +138,23 @@ fn check_names_the_key_of_hostile_names() {
         );
     }
 }
+
+#[test]
+fn shape_refuses_a_root_limit_the_data_path_would_refuse_before_opening_interfaces() {
+    let dir = scratch("link");
+    let policy = dir.join("slow.toml");
+    std::fs::write(&policy, "[[node]]\nname = \"root\"\nlimit = \"500bit\"\n").unwrap();
+    let out = eiffel(&[
+        "shape",
+        "--policy",
+        policy.to_str().unwrap(),
+        "--in",
+        "no-such-if0",
+        "--out",
+        "no-such-if1",
+        "--socket",
+        dir.join("s.sock").to_str().unwrap(),
+    ]);
+    fails_with(&out, "the root's `limit`");
+    fails_with(&out, "outside what the live data path runs");
+}
