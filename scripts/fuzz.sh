@@ -3,7 +3,7 @@
 # with the example policies and workloads and a few hand-made frames:
 #   policy, workload   (crates/policy/fuzz: the TOML files, the run engine)
 #   parse, classify    (crates/classify/fuzz: header parsing, classification)
-# Usage: bash scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 25; CI uses it)
+# Usage: bash scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 25; CI runs 20)
 #        FUZZ_RUNS=N bash scripts/fuzz.sh            (N executions per target instead)
 # A crash stops the script with the input's path; turn it into a regression test
 # (crates/policy/tests/hostile.rs, crates/classify/src/tests.rs).
@@ -12,6 +12,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.d/fuzz.sh
 secs="${1:-25}"
 corpus="${CARGO_TARGET_DIR:-$PWD/target}/fuzz-corpus"
+# One build directory for both fuzz crates: their common crates build once.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}/fuzz"
 mkdir -p "$corpus"
 
 seed() { # seed TARGET FILES...
