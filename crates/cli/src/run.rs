@@ -51,9 +51,9 @@ pub struct RunArgs {
     pub max_events: u64,
 }
 
-/// The default `--max-events`: about ten minutes of a run at the engine's
-/// typical 5-10 million events per second.
-pub const DEFAULT_MAX_EVENTS: u64 = 5_000_000_000;
+/// The default `--max-events`: a few minutes of a run (the Fig. 6 demo runs
+/// about 3 million estimated events per second on the development machine).
+pub const DEFAULT_MAX_EVENTS: u64 = 1_000_000_000;
 
 /// Runs estimated above this many events report their progress on a terminal
 /// (a bar with the time left) or, when the output is not a terminal, as a line
@@ -207,7 +207,7 @@ fn fmt_count(n: u64) -> String {
     } else if x >= 1e6 {
         (x / 1e6, " M")
     } else {
-        (x, "")
+        return n.to_string();
     };
     format!("{}{unit}", fmt_f(v, 3))
 }

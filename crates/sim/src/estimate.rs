@@ -8,8 +8,9 @@
 //! k * stagger`, to the group's `stop` or the end of the run), capped by the
 //! flow's size when it is finite; the sum over a group's flows is taken in closed
 //! form, so the estimate costs one step per group however many flows it holds.
-//! Greedy flows send as fast as the link drains them, so they are bounded by the
-//! link: departures never exceed `link rate x duration / smallest packet`.
+//! A greedy group sends as fast as the link drains it: at most `link rate x its
+//! active span / its mean packet`, and never more than its finite flows hold.
+//! Departures never exceed `link rate x duration / smallest packet`.
 //!
 //! **Memory.** Per flow the generator's state, its heap entry, its route and the
 //! metrics' group and start; per flow group two histograms (latency and flow
@@ -86,7 +87,6 @@ pub fn estimate(
     let end = opts.duration;
     let mut arrivals = 0.0;
     let mut periods = 0.0;
-    let mut greedy = false;
     let mut smallest = f64::INFINITY;
     for g in &workload.groups {
         let active = active_ns(g, end);
@@ -109,9 +109,15 @@ pub fn estimate(
                     2.0 * active / cycle,
                 )
             }
+            // As fast as the link drains them (shared with the rest, so this
+            // counts high when several groups are greedy).
             Process::Greedy { .. } => {
-                greedy = true;
-                (0.0, 0.0)
+                let flows_active = if g.count == 0 { 0.0 } else { 1.0 };
+                let span = g.stop.map_or(end, |s| s.min(end)).saturating_sub(g.start) as f64;
+                (
+                    flows_active * span * opts.link_rate as f64 / 1e9 / packet_bits,
+                    0.0,
+                )
             }
         };
         let capped = match g.flow_sizes.iter().max() {
@@ -124,9 +130,6 @@ pub fn estimate(
         periods += p;
     }
     let link_cap = opts.link_rate as f64 * end as f64 / 8e9 / smallest;
-    if greedy {
-        arrivals += link_cap;
-    }
     let flows = workload.flows() as u64;
     let h = histogram_bytes();
     RunEstimate {
