@@ -2,7 +2,8 @@
 # Runs every test of the workspace: unit, property and integration tests (optimised,
 # with debug assertions), the network-namespace end-to-end tests (as root), doc
 # tests, the tests against DPDK's rte_sched (feature dpdk), the loom models, the
-# unsafe code under miri, and the benches' compilation.
+# unsafe code under miri, every fuzz target for a bounded time, and the benches'
+# compilation.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,6 +35,9 @@ bash .ci/loom.sh
 
 echo "==> miri: every module with unsafe code"
 bash .ci/miri.sh
+
+echo "==> fuzz: every cargo-fuzz target for 20 s (policy and workload files, header parsing, classification)"
+bash scripts/fuzz.sh 20
 
 echo "==> benches compile"
 cargo bench --workspace --no-run --quiet

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use eiffel_policy::run::{RunOptions, RunReport};
-use eiffel_policy::units::{self, fmt_rate, fmt_time, RateUnit, TimeUnit, UnitError};
-use eiffel_policy::{Policy, WorkloadFile, FIG6_POLICY, FIG6_WORKLOAD};
+use eiffel_policy::units::{self, fmt_rate, fmt_time, RateUnit, SizeUnit, TimeUnit, UnitError};
+use eiffel_policy::{Limits, Policy, WorkloadFile, FIG6_POLICY, FIG6_WORKLOAD};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use eiffel_bench::report::{fmt_f, Table};
@@ -41,6 +41,31 @@ pub struct RunArgs {
     /// policy and compare the flow groups side by side; may be repeated.
     #[arg(long, value_name = "POLICY")]
     pub compare: Vec<PathBuf>,
+    /// Refuse a run whose estimated memory (tree, flow table, workload flows,
+    /// histograms) exceeds this, e.g. "8GiB".
+    #[arg(long, value_parser = parse_size, default_value = "4GiB")]
+    pub max_memory: u64,
+    /// Refuse a run whose estimated events (arrivals, departures, on/off
+    /// periods) exceed this; longer runs show their progress.
+    #[arg(long, default_value_t = DEFAULT_MAX_EVENTS)]
+    pub max_events: u64,
+}
+
+/// The default `--max-events`: a few minutes of a run (the Fig. 6 demo runs
+/// about 3 million estimated events per second on the development machine).
+pub const DEFAULT_MAX_EVENTS: u64 = 1_000_000_000;
+
+/// Runs estimated above this many events report their progress on a terminal
+/// (a bar with the time left) or, when the output is not a terminal, as a line
+/// every [`PROGRESS_LINE_EVERY`].
+const PROGRESS_EVENTS: u64 = 20_000_000;
+
+/// Wall-clock time between two progress lines when stderr is not a terminal.
+const PROGRESS_LINE_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A size with units, for `--max-memory`.
+pub fn parse_size(s: &str) -> Result<u64, UnitError> {
+    units::parse::<SizeUnit>(s).map(|q| q.get())
 }
 
 fn parse_rate(s: &str) -> Result<u64, UnitError> {
@@ -67,9 +92,19 @@ fn sibling_workload(policy: &Path) -> Option<PathBuf> {
 
 /// Runs the command.
 pub fn run(args: &RunArgs) -> Result<(), Box<dyn std::error::Error>> {
+    if let Some(path) = &args.plot {
+        check_plot_path(path)?;
+    }
+    let limits = Limits {
+        max_memory: args.max_memory,
+    };
     let (policy, workload) = match &args.policy {
         None => {
-            let policy = Policy::parse(FIG6_POLICY, "examples/policies/fig6.toml (built in)")?;
+            let policy = Policy::parse_with(
+                FIG6_POLICY,
+                "examples/policies/fig6.toml (built in)",
+                &limits,
+            )?;
             let workload = match &args.workload {
                 Some(w) => WorkloadFile::load(w)?,
                 None => {
@@ -79,7 +114,7 @@ pub fn run(args: &RunArgs) -> Result<(), Box<dyn std::error::Error>> {
             (policy, workload)
         }
         Some(p) => {
-            let policy = Policy::load(p)?;
+            let policy = Policy::load_with(p, &limits)?;
             let path = match &args.workload {
                 Some(w) => w.clone(),
                 None => sibling_workload(p).ok_or_else(|| {
@@ -112,12 +147,34 @@ pub fn run(args: &RunArgs) -> Result<(), Box<dyn std::error::Error>> {
     let others = args
         .compare
         .iter()
-        .map(Policy::load)
+        .map(|p| Policy::load_with(p, &limits))
         .collect::<Result<Vec<_>, _>>()?;
-    let report = run_one(&policy, &workload, opts);
-    let compared: Vec<RunReport> = others.iter().map(|p| run_one(p, &workload, opts)).collect();
+    let mut events = 0u64;
+    for p in std::iter::once(&policy).chain(&others) {
+        for warning in eiffel_policy::run::check_fits(p, &workload)? {
+            eprintln!("eiffel run: warning: {warning}");
+        }
+        let cost = eiffel_policy::run::estimate(p, &workload, &opts);
+        cost.memory.check(&limits)?;
+        events = events.saturating_add(cost.run.events());
+    }
+    if events > args.max_events {
+        return Err(format!(
+            "the run would process about {} events ({} of virtual time over a {} link), above --max-events {}: shorten --duration, lower the rates or raise --max-events",
+            fmt_count(events),
+            fmt_time(opts.duration as f64),
+            fmt_rate(opts.link_rate as f64),
+            fmt_count(args.max_events)
+        )
+        .into());
+    }
+    let report = run_one(&policy, &workload, opts, events);
+    let compared: Vec<RunReport> = others
+        .iter()
+        .map(|p| run_one(p, &workload, opts, events))
+        .collect();
     if let Some(path) = &args.plot {
-        plot(&report, path)?;
+        plot(&report, path).map_err(|e| format!("--plot {}: {e}", path.display()))?;
     }
     if args.json {
         if compared.is_empty() {
@@ -141,20 +198,90 @@ pub fn run(args: &RunArgs) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// Runs `workload` through `policy`, with a progress bar on a terminal.
-fn run_one(policy: &Policy, workload: &WorkloadFile, opts: RunOptions) -> RunReport {
-    let bar = std::io::stderr().is_terminal().then(|| {
-        let bar = ProgressBar::new(opts.duration / 1_000_000);
+/// A count with a decimal suffix: `"1.2 G"`, `"350 M"`.
+fn fmt_count(n: u64) -> String {
+    let x = n as f64;
+    let (v, unit) = if x >= 1e12 {
+        (x / 1e12, " T")
+    } else if x >= 1e9 {
+        (x / 1e9, " G")
+    } else if x >= 1e6 {
+        (x / 1e6, " M")
+    } else {
+        return n.to_string();
+    };
+    format!("{}{unit}", fmt_f(v, 3))
+}
+
+/// Refuses a `--plot` path before the run: an `.svg` name in a directory that
+/// exists.
+fn check_plot_path(path: &Path) -> Result<(), String> {
+    let svg = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("svg"));
+    if !svg {
+        return Err(format!(
+            "--plot {}: the chart is an SVG file, name it with the .svg extension",
+            path.display()
+        ));
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(format!(
+            "--plot {}: the directory {} does not exist",
+            path.display(),
+            dir.display()
+        ));
+    }
+    if path.is_dir() {
+        return Err(format!("--plot {}: is a directory", path.display()));
+    }
+    Ok(())
+}
+
+/// Runs `workload` through `policy`; a run estimated at more than
+/// [`PROGRESS_EVENTS`] events shows its progress: a bar with the time left on a
+/// terminal, else a line every [`PROGRESS_LINE_EVERY`].
+fn run_one(policy: &Policy, workload: &WorkloadFile, opts: RunOptions, events: u64) -> RunReport {
+    let total_ms = (opts.duration / 1_000_000).max(1);
+    let terminal = std::io::stderr().is_terminal();
+    let bar = terminal.then(|| {
+        let bar = ProgressBar::new(total_ms);
         bar.set_style(
-            ProgressStyle::with_template("{bar:40} {pos}/{len} ms simulated ({elapsed})")
-                .expect("valid template"),
+            ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} ms simulated ({elapsed}, about {eta} left)",
+            )
+            .expect("valid template"),
         );
         bar
     });
     let progress = bar.clone();
+    let lines = !terminal && events > PROGRESS_EVENTS;
+    let name = policy.file_name().to_string();
+    let started = std::time::Instant::now();
+    let mut last_line = started;
     let report = eiffel_policy::run(policy, workload, opts, move |now| {
         if let Some(b) = &progress {
             b.set_position(now / 1_000_000);
+        } else if lines && last_line.elapsed() >= PROGRESS_LINE_EVERY {
+            last_line = std::time::Instant::now();
+            let done = now as f64 / opts.duration.max(1) as f64;
+            let spent = started.elapsed().as_secs_f64();
+            let left = if done > 0.0 {
+                spent / done - spent
+            } else {
+                0.0
+            };
+            eprintln!(
+                "eiffel run: {name}: {} of {} simulated ({}%), about {} left",
+                fmt_time(now as f64),
+                fmt_time(opts.duration as f64),
+                fmt_f(done * 100.0, 1),
+                fmt_time(left * 1e9)
+            );
         }
     });
     if let Some(b) = bar {
@@ -249,7 +376,7 @@ fn nodes_table(r: &RunReport) -> String {
                 "  ".repeat(n.depth),
                 n.path.rsplit('/').next().unwrap_or(&n.path)
             ),
-            n.discipline.clone().unwrap_or_else(|| "fifo".into()),
+            n.discipline.clone(),
             n.weight.to_string(),
             fmt_rate(n.throughput_bps),
             n.share_of_parent

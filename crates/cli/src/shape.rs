@@ -18,7 +18,7 @@ use clap::Args;
 use eiffel_net::offload::Offloads;
 use eiffel_net::shape::{Bump, LinkRate, LivePolicy, ShapeConfig, DEFAULT_LINK_RATE_BPS};
 use eiffel_policy::units::{self, fmt_rate, RateUnit, TimeUnit};
-use eiffel_policy::Policy;
+use eiffel_policy::{Limits, Policy};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
@@ -78,6 +78,10 @@ pub struct ShapeArgs {
     /// Print the final counters as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Refuse a policy (at start or reload) whose tree and flow table would
+    /// need more memory than this, e.g. "8GiB".
+    #[arg(long, value_parser = crate::run::parse_size, default_value = "4GiB")]
+    pub max_memory: u64,
 }
 
 type Error = Box<dyn std::error::Error>;
@@ -114,7 +118,8 @@ fn bind(path: &Path) -> Result<UnixListener, Error> {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
-    if path.exists() {
+    check_socket_path(path)?;
+    if is_socket(path) {
         if UnixStream::connect(path).is_ok() {
             return Err(format!(
                 "{} is in use by another `eiffel shape`; give this one another --name or --socket",
@@ -128,6 +133,32 @@ fn bind(path: &Path) -> Result<UnixListener, Error> {
     UnixListener::bind(path).map_err(|e| format!("cannot listen on {}: {e}", path.display()).into())
 }
 
+/// Whether `path` is a Unix socket (not following a symbolic link).
+fn is_socket(path: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt as _;
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket())
+}
+
+/// Refuses a control-socket path that names anything but a socket: such a file
+/// is never deleted or replaced.
+fn check_socket_path(path: &Path) -> Result<(), Error> {
+    if std::fs::symlink_metadata(path).is_ok() && !is_socket(path) {
+        return Err(format!(
+            "{} exists and is not a socket: it is left alone; give another --socket or --name",
+            path.display()
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// The policy file and the limits every load of it (start and reloads) obeys.
+struct Source<'a> {
+    file: &'a Path,
+    limits: Limits,
+    link: LinkRate,
+}
+
 enum Event {
     Stop(&'static str),
     Reload,
@@ -135,8 +166,8 @@ enum Event {
 
 /// A policy file for live traffic: flows with sub-policies are chosen by
 /// workload flow ids, which live frames do not carry.
-fn load_live(file: &Path) -> Result<Policy, Error> {
-    let policy = Policy::load(file)?;
+fn load_live(file: &Path, limits: &Limits) -> Result<Policy, Error> {
+    let policy = Policy::load_with(file, limits)?;
     if policy.has_flow_subtrees() {
         return Err(format!(
             "{}: flows with sub-policies (`flows` on a node with children) pick their copy by workload flow id: `eiffel run` supports them, live traffic does not",
@@ -147,8 +178,8 @@ fn load_live(file: &Path) -> Result<Policy, Error> {
     Ok(policy)
 }
 
-fn reload(bump: &Bump, file: &Path) -> ReloadAnswer {
-    match load_live(file) {
+fn reload(bump: &Bump, src: &Source<'_>) -> ReloadAnswer {
+    match load_live(src.file, &src.limits) {
         Err(e) => {
             bump.record_refused_reload(e.to_string());
             ReloadAnswer {
@@ -159,6 +190,14 @@ fn reload(bump: &Bump, file: &Path) -> ReloadAnswer {
         }
         Ok(p) => {
             warn_workload_rules(&p);
+            if let Err(e) = check_link_rate(src.link, &p) {
+                bump.record_refused_reload(e.clone());
+                return ReloadAnswer {
+                    ok: false,
+                    error: Some(e),
+                    ..ReloadAnswer::default()
+                };
+            }
             match bump.reload(live(&p)) {
                 Ok(r) => ReloadAnswer {
                     ok: true,
@@ -193,7 +232,7 @@ fn log_reload(answer: &ReloadAnswer, file: &Path) {
 }
 
 /// Answers one control connection.
-fn serve(bump: &Bump, file: &Path, mut stream: UnixStream) {
+fn serve(bump: &Bump, src: &Source<'_>, mut stream: UnixStream) {
     use std::io::Write as _;
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
     let _ = stream.set_write_timeout(Some(Duration::from_secs(5)));
@@ -203,8 +242,8 @@ fn serve(bump: &Bump, file: &Path, mut stream: UnixStream) {
             Err(e) => serde_json::json!({ "error": e.to_string() }).to_string(),
         },
         Ok("reload") => {
-            let a = reload(bump, file);
-            log_reload(&a, file);
+            let a = reload(bump, src);
+            log_reload(&a, src.file);
             serde_json::to_string(&a).unwrap_or_default()
         }
         Ok(other) => {
@@ -254,9 +293,35 @@ fn config(args: &ShapeArgs) -> Result<ShapeConfig, Error> {
     Ok(cfg)
 }
 
+/// The link rates the live runtime accepts, bits per second.
+const LINK_RATES: std::ops::RangeInclusive<u64> = 1_000..=10_000_000_000_000_000;
+
+/// Refuses a link rate the runtime would refuse, naming where it comes from:
+/// `--link-rate`, or the policy root's `limit`.
+fn check_link_rate(link: LinkRate, policy: &Policy) -> Result<(), String> {
+    let bps = link.for_policy(policy.spec());
+    if LINK_RATES.contains(&bps) {
+        return Ok(());
+    }
+    let from = match link {
+        LinkRate::Fixed(_) => "--link-rate".to_string(),
+        LinkRate::FromPolicy { .. } => format!(
+            "the root's `limit` in {} (the link rate when --link-rate is not given)",
+            policy.file_name()
+        ),
+    };
+    Err(format!(
+        "{from}: a link of {} is outside what the live data path runs, 1 kbit/s..=10 Pbit/s",
+        fmt_rate(bps as f64)
+    ))
+}
+
 /// Runs `eiffel shape` until SIGINT or SIGTERM.
 pub fn run(args: &ShapeArgs) -> Result<(), Error> {
-    let policy = load_live(&args.policy)?;
+    let limits = Limits {
+        max_memory: args.max_memory,
+    };
+    let policy = load_live(&args.policy, &limits)?;
     warn_workload_rules(&policy);
     let drain = duration(&args.drain, "drain")?;
     let interval = duration(&args.rate_interval, "rate-interval")?.max(Duration::from_millis(10));
@@ -268,6 +333,9 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
                 .unwrap_or(&format!("{}-{}", args.input, args.output)),
         )
     });
+    // Before any interface is opened.
+    check_socket_path(&socket)?;
+    check_link_rate(cfg.link_rate, &policy)?;
     // Signals are caught from here on, so a stop during start-up is not lost.
     let signals = Signals::new([SIGINT, SIGTERM, SIGHUP])
         .map_err(|e| format!("cannot install signal handlers: {e}"))?;
@@ -289,8 +357,15 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
         socket.display()
     );
 
-    let reason = serve_until_stopped(args, &bump, &listener, &socket, signals, interval);
-    let _ = std::fs::remove_file(&socket);
+    let src = Source {
+        file: &args.policy,
+        limits,
+        link: cfg.link_rate,
+    };
+    let reason = serve_until_stopped(&src, &bump, &listener, &socket, signals, interval);
+    if is_socket(&socket) {
+        let _ = std::fs::remove_file(&socket);
+    }
     eprintln!("eiffel shape: {reason}: stopping (draining for up to {drain:?})");
     let last = bump.stop(drain);
     if args.json {
@@ -307,7 +382,7 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
 /// Serves the control socket and the signals, sampling the rates every
 /// `interval`, until a stop; returns why it stopped.
 fn serve_until_stopped(
-    args: &ShapeArgs,
+    src: &Source<'_>,
     bump: &Bump,
     listener: &UnixListener,
     socket: &Path,
@@ -331,21 +406,21 @@ fn serve_until_stopped(
                 }
             }
         });
-        let (closing, file) = (&closing, args.policy.as_path());
+        let closing = &closing;
         s.spawn(move || {
             for stream in listener.incoming() {
                 if closing.load(Ordering::Acquire) {
                     break;
                 }
                 if let Ok(stream) = stream {
-                    serve(bump, file, stream);
+                    serve(bump, src, stream);
                 }
             }
         });
         let reason = loop {
             match inbox.recv_timeout(interval) {
                 Ok(Event::Stop(why)) => break why,
-                Ok(Event::Reload) => log_reload(&reload(bump, &args.policy), &args.policy),
+                Ok(Event::Reload) => log_reload(&reload(bump, src), src.file),
                 Err(mpsc::RecvTimeoutError::Timeout) => bump.sample_rates(),
                 Err(mpsc::RecvTimeoutError::Disconnected) => break "signal handling ended",
             }

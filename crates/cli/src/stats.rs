@@ -149,41 +149,76 @@ pub fn read_request(stream: &UnixStream) -> std::io::Result<String> {
     Ok(line.trim().to_owned())
 }
 
+/// The daemon's answer as JSON: its own `{"error": ...}` or text that is not
+/// JSON becomes an error that shows it.
+fn parse_answer(path: &Path, text: &str) -> Result<serde_json::Value, String> {
+    let value = parse_json(path, text)?;
+    match value.get("error") {
+        Some(e) if !value.get("ok").is_some_and(|ok| ok == true) => Err(format!(
+            "`eiffel shape` at {} answered with an error: {}",
+            path.display(),
+            e.as_str().map_or_else(|| e.to_string(), str::to_owned)
+        )),
+        _ => Ok(value),
+    }
+}
+
+/// The daemon's answer as JSON, or an error that shows the text.
+fn parse_json(path: &Path, text: &str) -> Result<serde_json::Value, String> {
+    serde_json::from_str(text).map_err(|e| {
+        let shown: String = text
+            .chars()
+            .take(200)
+            .flat_map(char::escape_debug)
+            .collect();
+        format!(
+            "unexpected answer from {} (not JSON: {e}): \"{shown}\"",
+            path.display()
+        )
+    })
+}
+
 /// Runs `eiffel stats`.
 pub fn run(args: &StatsArgs) -> Result<(), Box<dyn std::error::Error>> {
     let path = find_socket(args)?;
     if args.reload {
-        let answer: ReloadAnswer = serde_json::from_str(&ask(&path, "reload")?)
-            .map_err(|e| format!("unexpected answer from {}: {e}", path.display()))?;
-        if args.json {
-            println!("{}", serde_json::to_string_pretty(&answer)?);
-        }
-        return match answer.error {
-            Some(e) if !answer.ok => {
-                Err(format!("reload refused, the old policy keeps running: {e}").into())
-            }
-            _ => {
-                if !args.json {
-                    println!(
-                        "policy reloaded: {} queued packets moved ({} to the default leaf), {} dropped; link {}",
-                        answer.moved,
-                        answer.to_default,
-                        answer.dropped,
-                        fmt_rate(answer.link_rate_bps as f64)
-                    );
-                }
-                Ok(())
-            }
-        };
+        return reload(args, &path);
     }
     let text = ask(&path, "stats")?;
+    let value = parse_answer(&path, &text)?;
+    let snap: Snapshot = serde_json::from_value(value)
+        .map_err(|e| format!("unexpected answer from {}: {e}", path.display()))?;
     if args.json {
         println!("{}", text.trim_end());
-        return Ok(());
+    } else {
+        print!("{}", render(&snap));
     }
-    let snap: Snapshot = serde_json::from_str(&text)
+    Ok(())
+}
+
+/// `eiffel stats --reload`: a refused reload, or an answer that is not one, is
+/// a failure.
+fn reload(args: &StatsArgs, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    let text = ask(path, "reload")?;
+    let value = parse_json(path, &text)?;
+    let answer: ReloadAnswer = serde_json::from_value(value)
         .map_err(|e| format!("unexpected answer from {}: {e}", path.display()))?;
-    print!("{}", render(&snap));
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&answer)?);
+    }
+    if !answer.ok {
+        let why = answer.error.as_deref().unwrap_or("no reason given");
+        return Err(format!("reload refused, the old policy keeps running: {why}").into());
+    }
+    if !args.json {
+        println!(
+            "policy reloaded: {} queued packets moved ({} to the default leaf), {} dropped; link {}",
+            answer.moved,
+            answer.to_default,
+            answer.dropped,
+            fmt_rate(answer.link_rate_bps as f64)
+        );
+    }
     Ok(())
 }
 

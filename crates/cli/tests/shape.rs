@@ -600,8 +600,27 @@ fn reload_and_stats() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "a bad policy was accepted");
         assert!(err.contains("policy.toml:3:9"), "{err}");
+        // Hostile ones too: an invisible character in a name, a pool beyond
+        // --max-memory, a root limit the data path cannot run.
+        for (bad, needle) in [
+            ("[[node]]\nname = \"ro\\u200Bot\"\n", "U+200B"),
+            (
+                "capacity = 4294967294\n[[node]]\nname = \"root\"\n",
+                "--max-memory",
+            ),
+            (
+                "[[node]]\nname = \"root\"\nlimit = \"10bit\"\n",
+                "live data path",
+            ),
+        ] {
+            std::fs::write(&file, bad).expect("write");
+            let out = shaper.eiffel(&["stats", "--reload"]);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{bad}: {err}");
+            assert!(err.contains(needle), "{err}");
+        }
         let snap = shaper.stats();
-        assert_eq!((snap.reloads.refused, snap.reloads.applied), (1, 0));
+        assert_eq!((snap.reloads.refused, snap.reloads.applied), (4, 0));
         assert!(node(&snap, "root/slow").backlog_packets > 0);
 
         // SIGHUP: the new policy takes over with the queued packets.

@@ -68,7 +68,7 @@ impl PolicyError {
     }
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Entry {
     path: String,
     key: Range<usize>,
@@ -78,11 +78,17 @@ struct Entry {
 /// Byte offsets to key paths and back, for one file's text: how every file
 /// format built on TOML (policies, workloads, network scenarios) reports
 /// `FILE:LINE:COL: key `PATH`: message`.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyIndex {
     file: String,
     text: String,
     entries: Vec<Entry>,
+    /// Path -> index in `entries`, ordered: a key, or the keys under a prefix,
+    /// are a logarithmic search away in files of any size.
+    by_path: std::collections::BTreeMap<String, usize>,
+    /// Byte offset of the start of each line: a position's line is a binary
+    /// search away.
+    line_starts: Vec<usize>,
 }
 
 fn join(prefix: &str, key: &str) -> String {
@@ -122,10 +128,20 @@ impl KeyIndex {
         if let Ok(doc) = toml_edit::ImDocument::parse(text) {
             walk_table(doc.as_table(), "", &mut entries);
         }
+        let by_path = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.path.clone(), i))
+            .collect();
+        let line_starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
         KeyIndex {
             file: file.to_string(),
             text: text.to_string(),
             entries,
+            by_path,
+            line_starts,
         }
     }
 
@@ -142,7 +158,7 @@ impl KeyIndex {
 
     /// The span of `path`'s value (or of the key when the value has none).
     pub fn span_of(&self, path: &str) -> Option<Range<usize>> {
-        self.entries.iter().find(|e| e.path == path).map(|e| {
+        self.by_path.get(path).map(|&i| &self.entries[i]).map(|e| {
             if e.value.is_empty() {
                 e.key.clone()
             } else {
@@ -154,10 +170,13 @@ impl KeyIndex {
     /// 1-based line and column of byte `offset`.
     fn line_col(&self, offset: usize) -> (usize, usize) {
         let offset = offset.min(self.text.len());
-        let before = &self.text[..offset];
-        let line = before.matches('\n').count() + 1;
-        let start = before.rfind('\n').map_or(0, |i| i + 1);
-        (line, before[start..].chars().count() + 1)
+        let line = self.line_starts.partition_point(|&s| s <= offset);
+        let start = self.line_starts[line - 1];
+        let column = self
+            .text
+            .get(start..offset)
+            .map_or(1, |l| l.chars().count() + 1);
+        (line, column)
     }
 
     /// 1-based line of byte `offset`.
@@ -172,15 +191,13 @@ impl KeyIndex {
 
     /// Paths of the keys directly under `prefix` (`prefix.k`), in file order.
     pub(crate) fn children_of(&self, prefix: &str) -> Vec<&str> {
+        let start = format!("{prefix}.");
         let mut v: Vec<&Entry> = self
-            .entries
-            .iter()
-            .filter(|e| {
-                e.path
-                    .strip_prefix(prefix)
-                    .and_then(|rest| rest.strip_prefix('.'))
-                    .is_some_and(|rest| !rest.contains(['.', '[']))
-            })
+            .by_path
+            .range(start.clone()..)
+            .take_while(|(p, _)| p.starts_with(&start))
+            .filter(|(p, _)| !p[start.len()..].contains(['.', '[']))
+            .map(|(_, &i)| &self.entries[i])
             .collect();
         v.sort_by_key(|e| e.key.start);
         v.into_iter().map(|e| e.path.as_str()).collect()

@@ -138,6 +138,7 @@
 //! assert!(err.to_string().starts_with("bad.toml:3:9: key `node[0].limit`: a bare number"));
 //! ```
 
+pub mod budget;
 pub mod classify;
 pub mod describe;
 mod error;
@@ -154,6 +155,7 @@ use eiffel_classify::{Classifier, RuleSet};
 use eiffel_sched::tree::TreeSpec;
 use eiffel_sched::{ClassId, PolicyTree};
 
+pub use budget::{Estimate, Limits, DEFAULT_MAX_MEMORY};
 pub use classify::{ClassifyError, ClassifySpec};
 pub use error::{KeyIndex, PolicyError};
 pub use file::DEFAULT_CAPACITY;
@@ -185,8 +187,17 @@ impl Policy {
     /// # Errors
     /// The file cannot be read, or any mistake in it (see the crate docs).
     pub fn load(path: impl AsRef<Path>) -> Result<Policy, PolicyError> {
+        Policy::load_with(path, &Limits::default())
+    }
+
+    /// [`Policy::load`] within `limits`.
+    ///
+    /// # Errors
+    /// The file cannot be read, any mistake in it, or a tree or flow table whose
+    /// estimated memory exceeds `limits` (see [`budget`]).
+    pub fn load_with(path: impl AsRef<Path>, limits: &Limits) -> Result<Policy, PolicyError> {
         let (name, text) = error::read(path.as_ref())?;
-        Policy::parse(&text, &name)
+        Policy::parse_with(&text, &name, limits)
     }
 
     /// Validates policy `text`; errors name `file_name`.
@@ -194,8 +205,19 @@ impl Policy {
     /// # Errors
     /// Any mistake in the text (see the crate docs).
     pub fn parse(text: &str, file_name: &str) -> Result<Policy, PolicyError> {
+        Policy::parse_with(text, file_name, &Limits::default())
+    }
+
+    /// [`Policy::parse`] within `limits`: the tree (packet pool, nodes, queues,
+    /// per-flow state, shaper) and the live flow table are estimated before
+    /// anything is allocated for them ([`budget`]).
+    ///
+    /// # Errors
+    /// Any mistake in the text, or an estimate above `limits.max_memory`, at the
+    /// key responsible for most of it.
+    pub fn parse_with(text: &str, file_name: &str, limits: &Limits) -> Result<Policy, PolicyError> {
         let index = KeyIndex::new(file_name, text);
-        let c = file::compile(&index, text)?;
+        let c = file::compile(&index, text, limits)?;
         Ok(Policy {
             file: file_name.to_string(),
             spec: c.spec,
@@ -212,6 +234,23 @@ impl Policy {
     #[must_use]
     pub fn has_flow_subtrees(&self) -> bool {
         !self.leaves.is_empty()
+    }
+
+    /// An error pointing at `key` (empty message), for charges and checks that
+    /// concern the policy as a whole.
+    pub(crate) fn at_key(&self, key: &str) -> PolicyError {
+        self.index.at_key(key, "")
+    }
+
+    /// What the policy's tree and live flow table allocate, per key.
+    #[must_use]
+    pub fn estimate(&self) -> Estimate {
+        let mut e = budget::tree(&self.index, &self.spec);
+        e.extend(budget::flow_table(
+            &self.index,
+            self.classify.flow_table.max_flows,
+        ));
+        e
     }
 
     /// The name the policy was loaded under.

@@ -330,6 +330,37 @@ pub fn fmt_size(bytes: u64) -> String {
     format!("{bytes} B")
 }
 
+/// Formats an approximate byte count in binary units with three significant
+/// digits (`"3.5 GiB"`, `"712 KiB"`), for estimates.
+#[must_use]
+pub fn fmt_bytes(bytes: u64) -> String {
+    let mut x = bytes as f64;
+    for unit in ["B", "KiB", "MiB", "GiB", "TiB", "PiB"] {
+        if x < 1024.0 || unit == "PiB" {
+            return if unit == "B" {
+                format!("{bytes} B")
+            } else {
+                let digits = if x >= 100.0 {
+                    0
+                } else if x >= 10.0 {
+                    1
+                } else {
+                    2
+                };
+                let v = format!("{x:.digits$}");
+                let v = if v.contains('.') {
+                    v.trim_end_matches('0').trim_end_matches('.')
+                } else {
+                    &v
+                };
+                format!("{v} {unit}")
+            };
+        }
+        x /= 1024.0;
+    }
+    unreachable!("the last unit returns")
+}
+
 /// Formats nanoseconds with the largest unit that keeps three significant digits.
 #[must_use]
 pub fn fmt_time(ns: f64) -> String {

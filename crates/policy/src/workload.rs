@@ -42,6 +42,8 @@ pub struct WorkloadFile {
     pub duration: u64,
     /// Link rate in bits per second.
     pub link_rate: u64,
+    /// Where each key is written, for errors about the workload as a whole.
+    index: KeyIndex,
 }
 
 #[derive(Debug, Deserialize)]
@@ -155,13 +157,20 @@ impl Reader<'_> {
             return Err(index.at_key(&key("slack"), msg));
         }
         let t = |v: &Option<Spanned<Time>>| v.as_ref().map(|x| x.get_ref().get());
+        let start = t(&f.start).unwrap_or(0);
+        if let Some(stop) = t(&f.stop).filter(|&s| s <= start) {
+            let msg = format!(
+                "`stop` ({stop} ns) is not after `start` ({start} ns): the group would send nothing"
+            );
+            return Err(index.at_key(&key("stop"), msg));
+        }
         Ok(FlowGroup {
             name,
             count,
             class,
             packets,
             process,
-            start: t(&f.start).unwrap_or(0),
+            start,
             stagger: t(&f.stagger).unwrap_or(0),
             stop: t(&f.stop),
             flow_sizes,
@@ -337,7 +346,19 @@ impl WorkloadFile {
             workload,
             duration,
             link_rate,
+            index,
         })
+    }
+
+    /// An error pointing at `key` (empty message), for charges and checks that
+    /// concern the workload as a whole.
+    pub(crate) fn at_key(&self, key: &str) -> PolicyError {
+        self.index.at_key(key, "")
+    }
+
+    /// An error with `message` at `key`.
+    pub(crate) fn error_at(&self, key: &str, message: String) -> PolicyError {
+        self.index.at_key(key, message)
     }
 
     /// Reads and parses the workload file at `path`.

@@ -183,7 +183,7 @@ fn fig6_shares_and_both_limits_on_one_path() {
     within("silver", rate("root/silver"), 40e6 / 3.0, 0.02);
     assert!(gold != silver);
     // video offers 9 Mbit/s into a 7 Mbit/s limit: its leaf overflows.
-    assert!(node(&report, "root/capped/video").drops["flow_limit"] > 0);
+    assert!(node(&report, "root/capped/video").drops["leaf_full"] > 0);
 }
 
 #[test]

@@ -101,7 +101,7 @@ struct FlowSlot {
 ///
 /// Packets are classified by [`Packet::flow`]. Admission drops, each counted:
 /// [`DropReason::UnknownFlow`] (flow not configured), [`DropReason::TooLarge`]
-/// (longer than the flow's `max_packet`), [`DropReason::FlowLimit`] (the flow's
+/// (longer than the flow's `max_packet`), [`DropReason::LeafFull`] (the flow's
 /// `limit` reached), [`DropReason::QueueFull`] (the shared pool is full).
 /// `enqueue` and `dequeue` cost one pool operation plus one core operation.
 #[derive(Clone, Debug)]
@@ -190,7 +190,7 @@ impl FlowSlot {
         } else if len > self.max_packet {
             Some(DropReason::TooLarge)
         } else if self.fifo.len() >= self.limit {
-            Some(DropReason::FlowLimit)
+            Some(DropReason::LeafFull)
         } else {
             None
         }

@@ -48,7 +48,7 @@ pub use drr::{Drr, DrrCore};
 pub use fifo::Fifo;
 pub use flows::{FlowCore, PerFlow, MAX_FLOWS};
 pub use packet::{ClassId, FlowId, Nanos, Packet, NO_DEADLINE};
-pub use pool::{Fifo as PacketFifo, PacketPool};
+pub use pool::{Fifo as PacketFifo, PacketPool, MAX_POOL_CAPACITY};
 pub use prio::Prio;
 pub use qfq::{Qfq, QfqCore};
 pub use scheduler::{

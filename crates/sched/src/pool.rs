@@ -15,6 +15,10 @@ use crate::packet::Packet;
 
 const NIL: u32 = u32::MAX;
 
+/// The most packets a [`PacketPool`] holds: every slot index is a `u32` and
+/// `u32::MAX` marks the end of a list.
+pub const MAX_POOL_CAPACITY: usize = NIL as usize - 1;
+
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     pkt: Packet,
@@ -87,14 +91,22 @@ pub struct PacketPool {
 }
 
 impl PacketPool {
-    /// A pool holding at most `capacity` packets (at most `u32::MAX - 1`).
+    /// Bytes a pool of `capacity` packets allocates.
+    #[must_use]
+    pub const fn bytes_for(capacity: u64) -> u64 {
+        capacity.saturating_mul(core::mem::size_of::<Slot>() as u64)
+    }
+
+    /// A pool holding at most `capacity` packets (at most [`MAX_POOL_CAPACITY`]).
     ///
     /// # Panics
-    /// If `capacity` does not fit the 32-bit slot index.
+    /// If `capacity` exceeds [`MAX_POOL_CAPACITY`] (callers taking a capacity from
+    /// input check it first: [`TreeSpec::validate`](crate::tree::TreeSpec::validate)
+    /// refuses a tree whose capacity does not fit).
     #[must_use]
     pub fn with_capacity(capacity: usize) -> Self {
         assert!(
-            capacity < NIL as usize,
+            capacity <= MAX_POOL_CAPACITY,
             "packet pool capacity {capacity} exceeds the 32-bit index space"
         );
         let slots = (0..capacity)

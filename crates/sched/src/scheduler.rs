@@ -18,8 +18,10 @@ use crate::packet::{FlowId, Nanos, Packet};
 pub enum DropReason {
     /// The scheduler's preallocated packet storage is full.
     QueueFull = 0,
-    /// The packet's flow (or leaf) reached its own queue limit.
-    FlowLimit,
+    /// The packet's queue was full: its leaf's `capacity`, or its flow's own
+    /// queue limit (`flow_queue` of a per-flow leaf, a per-flow scheduler's
+    /// `limit`). Not a rate limit: packets above a rate wait in the shaper.
+    LeafFull,
     /// The packet names a flow the scheduler was not configured with.
     UnknownFlow,
     /// The packet is longer than its flow's declared maximum packet size.
@@ -47,7 +49,7 @@ impl DropReason {
     /// Every reason, in counter-index order.
     pub const ALL: [DropReason; Self::COUNT] = [
         DropReason::QueueFull,
-        DropReason::FlowLimit,
+        DropReason::LeafFull,
         DropReason::UnknownFlow,
         DropReason::TooLarge,
         DropReason::Unclassified,
@@ -64,7 +66,7 @@ impl DropReason {
     pub const fn name(self) -> &'static str {
         match self {
             DropReason::QueueFull => "queue_full",
-            DropReason::FlowLimit => "flow_limit",
+            DropReason::LeafFull => "leaf_full",
             DropReason::UnknownFlow => "unknown_flow",
             DropReason::TooLarge => "too_large",
             DropReason::Unclassified => "unclassified",

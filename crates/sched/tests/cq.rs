@@ -1100,7 +1100,7 @@ proptest! {
                 match tree.enqueue(pkt, now) {
                     Ok(()) => {}
                     Err(d) => {
-                        prop_assert!(matches!(d.reason, DropReason::Policer | DropReason::FlowLimit | DropReason::QueueFull), "{:?}", d.reason);
+                        prop_assert!(matches!(d.reason, DropReason::Policer | DropReason::LeafFull | DropReason::QueueFull), "{:?}", d.reason);
                         dropped += 1;
                     }
                 }

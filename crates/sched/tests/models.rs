@@ -661,7 +661,7 @@ fn admission_drops_are_counted_by_reason() {
             Some(DropReason::UnknownFlow),
             Some(DropReason::TooLarge),
             None,
-            Some(DropReason::FlowLimit),
+            Some(DropReason::LeafFull),
             None,
             Some(DropReason::QueueFull),
         ]

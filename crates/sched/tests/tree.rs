@@ -663,7 +663,7 @@ fn admission_drops_are_counted_by_reason() {
         tree.enqueue(Packet::new(0, 100).class(a), 0)
             .unwrap_err()
             .reason,
-        DropReason::FlowLimit
+        DropReason::LeafFull
     );
     assert_eq!(
         tree.enqueue(Packet::new(0, 9000).class(a), 0)
@@ -686,7 +686,7 @@ fn admission_drops_are_counted_by_reason() {
     let c = *tree.counters();
     assert_eq!((c.enqueued, c.dropped_total()), (6, 4));
     let leaf = tree.node(a as usize);
-    assert_eq!(leaf.counters.dropped.get(DropReason::FlowLimit), 1);
+    assert_eq!(leaf.counters.dropped.get(DropReason::LeafFull), 1);
     tree.check_invariants();
 }
 

@@ -34,6 +34,7 @@
 //! ```
 
 pub mod audit;
+pub mod estimate;
 pub mod fct;
 pub mod gps;
 pub mod link;

@@ -91,8 +91,8 @@ pub struct NodeReport {
     pub path: String,
     /// Depth (root 0).
     pub depth: usize,
-    /// Discipline ordering its units, `None` for FIFO leaves.
-    pub discipline: Option<String>,
+    /// Discipline ordering its units; `fifo` for FIFO leaves (as the table says).
+    pub discipline: String,
     /// Weight at its parent.
     pub weight: u32,
     /// Bits per second dequeued over the run.
@@ -306,7 +306,7 @@ fn node_reports(tree: &PolicyTree, m: &Metrics, opts: RunOptions) -> Vec<NodeRep
         .map(|v| NodeReport {
             path: v.path.clone(),
             depth: v.depth,
-            discipline: v.discipline.clone(),
+            discipline: v.discipline.clone().unwrap_or_else(|| "fifo".into()),
             weight: v.spec.weight,
             throughput_bps: throughput[v.index],
             share_of_parent: v.spec.parent.map(|p| {

@@ -67,6 +67,15 @@ impl PacketSizes {
         }
     }
 
+    /// The smallest size.
+    #[must_use]
+    pub fn min(&self) -> u32 {
+        match *self {
+            PacketSizes::Fixed(l) => l,
+            PacketSizes::Uniform { min, .. } => min,
+        }
+    }
+
     /// The largest size.
     #[must_use]
     pub fn max(&self) -> u32 {
@@ -351,6 +360,11 @@ struct FlowState {
     due: Nanos,
 }
 
+/// Bytes of a [`Generator`]'s state per flow.
+pub(crate) const fn flow_state_bytes() -> u64 {
+    core::mem::size_of::<FlowState>() as u64
+}
+
 /// Generates a [`Workload`]'s packets in time order (a [`Source`]).
 #[derive(Debug)]
 pub struct Generator<'a> {
@@ -454,6 +468,28 @@ impl<'a> Generator<'a> {
         self.heap.push(Reverse((f.due, i)));
     }
 
+    /// The time at which `gap` ns of "on" time have passed since `clock`, with
+    /// the current "on" period ending at `on_until`; returns it with the end of
+    /// the "on" period it falls in. Time only counts while on, so a source never
+    /// exceeds its peak rate however short its periods: a packet whose gap spans
+    /// several periods waits for all of them (one draw per period, counted by
+    /// the run's event estimate).
+    fn on_time_after(
+        &mut self,
+        clock: f64,
+        gap: f64,
+        on_until: f64,
+        (mean_on, mean_off, shape): (Nanos, Nanos, f64),
+    ) -> (f64, f64) {
+        let (mut t, mut left, mut on_until) = (clock, gap, on_until);
+        while t + left >= on_until {
+            left -= (on_until - t).max(0.0);
+            t = on_until + pareto(&mut self.rng, mean_off as f64, shape);
+            on_until = t + pareto(&mut self.rng, mean_on as f64, shape);
+        }
+        (t + left, on_until)
+    }
+
     /// Drops stale heap entries (flows whose next arrival moved) from the top.
     fn clean(&mut self) {
         while let Some(&Reverse((t, i))) = self.heap.peek() {
@@ -509,12 +545,12 @@ impl Source for Generator<'_> {
                 mean_off,
                 shape,
             } => {
-                let mut next = f.clock + gap(rate_bps);
-                let mut on_until = f.on_until;
-                if next >= on_until {
-                    next = on_until + pareto(&mut self.rng, mean_off as f64, shape);
-                    on_until = next + pareto(&mut self.rng, mean_on as f64, shape);
-                }
+                let (next, on_until) = self.on_time_after(
+                    f.clock,
+                    gap(rate_bps),
+                    f.on_until,
+                    (mean_on, mean_off, shape),
+                );
                 (Some(next), on_until, 0)
             }
             Process::Greedy { window } => {
@@ -726,5 +762,38 @@ mod tests {
             .map(|p| u64::from(p.len) * 8)
             .sum();
         assert!(bits > 0 && bits < 20_000_000, "{bits}");
+    }
+
+    #[test]
+    fn on_off_sources_never_exceed_their_peak_rate() {
+        // 20 flows at a 1 Mbit/s peak with 1 ms on and off periods: 1500-byte
+        // packets are 12 ms apart at the peak rate, so most periods are too short
+        // for a packet; the offered load is half the peak, 10 Mbit/s, not one
+        // packet per period (which would be 120 Mbit/s).
+        let w = Workload {
+            groups: vec![FlowGroup::new(
+                "o",
+                20,
+                0,
+                1500,
+                Process::OnOff {
+                    rate_bps: 1_000_000,
+                    mean_on: 1_000_000,
+                    mean_off: 1_000_000,
+                    shape: 1.5,
+                },
+            )],
+            seed: 3,
+        };
+        let r = routes(&w);
+        let mut g = Generator::new(&w, &r, 1_000_000_000);
+        let secs = 20;
+        let bits: u64 = drain(&mut g, secs * 1_000_000_000)
+            .iter()
+            .map(|p| u64::from(p.len) * 8)
+            .sum();
+        let rate = bits as f64 / secs as f64;
+        assert!(rate <= 20e6 * 1.0001, "above the peak: {rate}");
+        assert!((rate / 10e6 - 1.0).abs() < 0.2, "{rate}");
     }
 }

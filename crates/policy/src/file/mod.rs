@@ -9,8 +9,10 @@
 //! section ([`crate::classify`]).
 
 mod discipline;
+mod names;
 mod node;
 mod rank;
+mod sense;
 mod shape;
 mod subtrees;
 
@@ -22,6 +24,7 @@ use eiffel_sched::{ConfigError, PolicyTree};
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::budget::{self, Limits};
 use crate::classify::{self, ClassifyFile, ClassifySpec};
 use crate::error::{KeyIndex, PolicyError};
 use crate::units::{Rate, Size, Time};
@@ -113,8 +116,13 @@ fn int_in(
     index.int_in(v, key, lo, hi, Some(what))
 }
 
-/// Compiles policy `text` (see the module docs).
-pub(crate) fn compile(index: &KeyIndex, text: &str) -> Result<Compiled, PolicyError> {
+/// Compiles policy `text` (see the module docs); nothing is allocated for the
+/// tree or the flow table before their estimate fits `limits`.
+pub(crate) fn compile(
+    index: &KeyIndex,
+    text: &str,
+    limits: &Limits,
+) -> Result<Compiled, PolicyError> {
     let file: PolicyFile = toml::from_str(text).map_err(|e| index.toml_error(&e))?;
     let mut spec = TreeSpec::new(DEFAULT_CAPACITY);
     globals(index, &file, &mut spec)?;
@@ -123,6 +131,7 @@ pub(crate) fn compile(index: &KeyIndex, text: &str) -> Result<Compiled, PolicyEr
     }
     let shape = shape::Shape::of(index, &file.node)?;
     let kinds = discipline::kinds(index, &file.node)?;
+    sense::check(index, &file.node, &kinds, &shape)?;
     let subtrees = (file.node.iter().enumerate())
         .map(|(i, n)| subtrees::of(index, n, i, &shape, spec.mtu))
         .collect::<Result<Vec<_>, _>>()?;
@@ -140,9 +149,13 @@ pub(crate) fn compile(index: &KeyIndex, text: &str) -> Result<Compiled, PolicyEr
         spec.add(ns);
     }
     spec.validate().map_err(|e| spec_error(index, &e))?;
+    budget::tree(index, &spec).check(limits)?;
     PolicyTree::new(spec.clone()).map_err(|e| config_error(index, &spec, &e))?;
     let (classify, rules) = classify::compile(index, file.classify, &spec)?;
     let (spec, leaves) = subtrees::expand(&spec, &subtrees);
+    let mut estimate = budget::tree(index, &spec);
+    estimate.extend(budget::flow_table(index, classify.flow_table.max_flows));
+    estimate.check(limits)?;
     PolicyTree::new(spec.clone()).map_err(|e| config_error(index, &spec, &e))?;
     Ok(Compiled {
         spec,
@@ -155,7 +168,7 @@ pub(crate) fn compile(index: &KeyIndex, text: &str) -> Result<Compiled, PolicyEr
 /// The tree-wide settings: capacity, mtu and the shaper.
 fn globals(index: &KeyIndex, file: &PolicyFile, spec: &mut TreeSpec) -> Result<(), PolicyError> {
     if let Some(c) = &file.capacity {
-        let max = i64::from(u32::MAX);
+        let max = eiffel_sched::MAX_POOL_CAPACITY as i64;
         spec.capacity = int_in(index, c, "capacity", 1, max, "capacity (packets)")? as u32;
     }
     if let Some(m) = &file.mtu {

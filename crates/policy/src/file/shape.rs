@@ -3,7 +3,9 @@
 
 use std::collections::HashMap;
 
-use super::{at, key, NodeFile};
+use eiffel_sched::tree::MAX_DEPTH;
+
+use super::{at, key, names, NodeFile};
 use crate::error::{KeyIndex, PolicyError};
 
 /// Each node's parent and number of children, by file order.
@@ -34,7 +36,7 @@ impl Shape {
     }
 }
 
-/// Names: present, without `/`, unique. Returns the index of each name.
+/// Names: valid by [`names::problem`], unique. Returns the index of each name.
 fn names<'a>(
     index: &KeyIndex,
     nodes: &'a [NodeFile],
@@ -42,13 +44,8 @@ fn names<'a>(
     let mut by_name: HashMap<&str, usize> = HashMap::new();
     for (i, n) in nodes.iter().enumerate() {
         let name = n.name.get_ref().as_str();
-        if name.is_empty() || name.contains('/') {
-            return Err(at(
-                index,
-                &n.name,
-                &key(i, "name"),
-                "a node name must be non-empty and contain no `/`",
-            ));
+        if let Some(msg) = names::problem(name) {
+            return Err(at(index, &n.name, &key(i, "name"), msg));
         }
         if let Some(&j) = by_name.get(name) {
             let first = index.line_of(nodes[j].name.span().start);
@@ -114,27 +111,68 @@ fn root(index: &KeyIndex, nodes: &[NodeFile], parent: &[Option<usize>]) -> Resul
     Ok(())
 }
 
-/// No node is its own ancestor.
+/// No node is its own ancestor, and none is deeper than the tree allows.
+///
+/// Linear in the number of nodes: each node's depth is computed once, and a walk
+/// up stops at the first node whose depth is known. A chain of any length is
+/// refused at its `MAX_DEPTH`-th level without walking the rest of it.
 fn acyclic(
     index: &KeyIndex,
     nodes: &[NodeFile],
     parent: &[Option<usize>],
 ) -> Result<(), PolicyError> {
-    for i in 0..nodes.len() {
-        let mut cur = parent[i];
-        let mut steps = 0;
-        while let Some(p) = cur {
-            steps += 1;
-            if steps > nodes.len() {
-                let p = nodes[i].parent.as_ref().expect("has a parent");
-                let msg = format!(
-                    "node `{}` is its own ancestor (the parents form a cycle)",
-                    nodes[i].name.get_ref()
-                );
-                return Err(at(index, p, &key(i, "parent"), msg));
+    const UNKNOWN: usize = usize::MAX;
+    const ON_PATH: usize = usize::MAX - 1;
+    let mut depth = vec![UNKNOWN; nodes.len()];
+    let mut path = Vec::new();
+    for start in 0..nodes.len() {
+        let mut cur = start;
+        let mut d = loop {
+            match depth[cur] {
+                UNKNOWN => {}
+                ON_PATH => return Err(cycle(index, nodes, cur)),
+                known => break known + 1,
             }
-            cur = parent[p];
+            depth[cur] = ON_PATH;
+            path.push(cur);
+            match parent[cur] {
+                Some(p) => cur = p,
+                None => break 0,
+            }
+        };
+        // The top of `path` is the root (depth 0) or a child of a known node.
+        while let Some(i) = path.pop() {
+            if d >= MAX_DEPTH {
+                return Err(too_deep(index, nodes, i));
+            }
+            depth[i] = d;
+            d += 1;
         }
     }
     Ok(())
+}
+
+/// The error for node `i`, which is its own ancestor.
+fn cycle(index: &KeyIndex, nodes: &[NodeFile], i: usize) -> PolicyError {
+    let msg = format!(
+        "node `{}` is its own ancestor (the parents form a cycle)",
+        nodes[i].name.get_ref()
+    );
+    match &nodes[i].parent {
+        Some(p) => at(index, p, &key(i, "parent"), msg),
+        None => at(index, &nodes[i].name, &key(i, "name"), msg),
+    }
+}
+
+/// The error for node `i`, the first node found at depth [`MAX_DEPTH`].
+fn too_deep(index: &KeyIndex, nodes: &[NodeFile], i: usize) -> PolicyError {
+    let msg = format!(
+        "node `{}` is {MAX_DEPTH} levels below the root: a tree has at most {} levels below its root",
+        nodes[i].name.get_ref(),
+        MAX_DEPTH - 1
+    );
+    match &nodes[i].parent {
+        Some(p) => at(index, p, &key(i, "parent"), msg),
+        None => at(index, &nodes[i].name, &key(i, "name"), msg),
+    }
 }

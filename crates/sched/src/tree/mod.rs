@@ -42,6 +42,7 @@
 mod build;
 mod cq;
 mod discipline;
+mod footprint;
 mod invariants;
 mod minq;
 mod node;
@@ -63,6 +64,7 @@ pub use discipline::{
     CalendarPolicy, CalendarSpec, Discipline, EdfRotation, FairQueue, QueueChoice, Rank,
     DEFAULT_PERIOD, MAX_CALENDAR_BYTES, MAX_PERIOD, MAX_POLICER_RATE,
 };
+pub use footprint::{Allocation, Footprint, Part};
 use node::{Kind, Node, NONE};
 pub use program::{Field, Op, Program, ProgramError, RankProgram, Var, MAX_STACK, MAX_STATE};
 use sched::NodeSched;
@@ -458,7 +460,7 @@ impl Scheduler for PolicyTree {
         }
         let node = &self.nodes[leaf as usize];
         if node.backlog.packets >= u64::from(node.capacity) {
-            return Err(self.refuse(leaf, pkt, DropReason::FlowLimit));
+            return Err(self.refuse(leaf, pkt, DropReason::LeafFull));
         }
         if self.pool.is_full() {
             return Err(self.refuse(leaf, pkt, DropReason::QueueFull));
@@ -468,7 +470,7 @@ impl Scheduler for PolicyTree {
                 return Err(self.refuse(leaf, pkt, DropReason::UnknownFlow));
             };
             if flow.fifo.len() >= fl.flow_queue_limit {
-                return Err(self.refuse(leaf, pkt, DropReason::FlowLimit));
+                return Err(self.refuse(leaf, pkt, DropReason::LeafFull));
             }
         }
         if self.policed && self.policer_refuses(leaf, &pkt, now) {

@@ -14,6 +14,7 @@ use super::discipline::{
 };
 use super::spec::{TreeSpec, MAX_WEIGHT};
 use super::MAX_DEPTH;
+use crate::pool::MAX_POOL_CAPACITY;
 use crate::time::Rate;
 
 /// A tree specification that cannot be built.
@@ -26,6 +27,14 @@ pub enum SpecError {
     /// A capacity of zero packets.
     #[error("capacity must be at least 1 packet")]
     ZeroCapacity,
+    /// A capacity beyond what the packet pool can index.
+    #[error("capacity {capacity} exceeds the packet pool's {max} packets (32-bit slot indices)")]
+    CapacityTooLarge {
+        /// The capacity asked for.
+        capacity: u32,
+        /// [`MAX_POOL_CAPACITY`].
+        max: usize,
+    },
     /// An MTU of zero bytes.
     #[error("mtu must be at least 1 byte")]
     ZeroMtu,
@@ -298,6 +307,12 @@ impl TreeSpec {
         if self.capacity == 0 {
             return Err(SpecError::ZeroCapacity);
         }
+        if self.capacity as usize > MAX_POOL_CAPACITY {
+            return Err(SpecError::CapacityTooLarge {
+                capacity: self.capacity,
+                max: MAX_POOL_CAPACITY,
+            });
+        }
         if self.mtu == 0 {
             return Err(SpecError::ZeroMtu);
         }
@@ -366,21 +381,40 @@ impl TreeSpec {
         Ok(())
     }
 
-    /// Walking up from any node reaches the root within `n` steps, and within
-    /// [`MAX_DEPTH`].
+    /// Walking up from any node reaches the root, within [`MAX_DEPTH`] steps.
+    ///
+    /// Linear in the number of nodes: each node's depth is computed once and
+    /// remembered, and a walk stops at the first node whose depth is known, so
+    /// a long chain costs one step per node rather than one per ancestor.
     fn check_cycles(&self) -> Result<(), SpecError> {
-        for (i, n) in self.nodes.iter().enumerate() {
-            let mut cur = n.parent;
-            let mut steps = 0;
-            while let Some(p) = cur {
-                steps += 1;
-                if steps > self.nodes.len() {
-                    return Err(self.node_error(i, NodeProblem::Cycle));
+        const UNKNOWN: usize = usize::MAX;
+        const ON_PATH: usize = usize::MAX - 1;
+        let mut depth = vec![UNKNOWN; self.nodes.len()];
+        let mut path = Vec::new();
+        for start in 0..self.nodes.len() {
+            let mut cur = start;
+            let base = loop {
+                match depth[cur] {
+                    UNKNOWN => {}
+                    ON_PATH => return Err(self.node_error(cur, NodeProblem::Cycle)),
+                    d => break d,
                 }
-                cur = self.nodes[p].parent;
-            }
-            if steps >= MAX_DEPTH {
-                return Err(self.node_error(i, NodeProblem::TooDeep));
+                depth[cur] = ON_PATH;
+                path.push(cur);
+                match self.nodes[cur].parent {
+                    Some(p) => cur = p,
+                    None => break 0,
+                }
+            };
+            // `path` runs from `start` up; its last node sits right below `base`'s.
+            let top_is_root = self.nodes[*path.last().unwrap_or(&start)].parent.is_none();
+            let mut d = if top_is_root { 0 } else { base + 1 };
+            while let Some(i) = path.pop() {
+                if d >= MAX_DEPTH {
+                    return Err(self.node_error(i, NodeProblem::TooDeep));
+                }
+                depth[i] = d;
+                d += 1;
             }
         }
         Ok(())

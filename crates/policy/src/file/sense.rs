@@ -1,0 +1,72 @@
+//! Settings that parse but cannot mean anything, refused at their key: a
+//! `weight` under a parent that does not share by weight, a `priority` under a
+//! parent that is not `strict`, and hClock reservations that add up to more than
+//! the parent's own rate limit (the parent could never honour them). A parent
+//! with a rank program (`rank`, `rank_on_dequeue`) may read its units' weight and
+//! priority, so both are meaningful under it.
+
+use eiffel_sched::tree::Rank;
+
+use super::discipline::{CalendarKind, Kind};
+use super::shape::Shape;
+use super::{at, key, NodeFile};
+use crate::error::{KeyIndex, PolicyError};
+
+/// Whether children's weights set their share under a parent of `kind`.
+fn shares_by_weight(kind: Kind) -> bool {
+    match kind {
+        Kind::Ranked(r) => r == Rank::Wfq,
+        Kind::Hclock | Kind::FairQueue(_) => true,
+        Kind::Calendar(c) => c != CalendarKind::Edf,
+    }
+}
+
+/// Checks every node's `weight`, `priority` and `reservation` against its
+/// parent (see the module docs).
+pub(super) fn check(
+    index: &KeyIndex,
+    nodes: &[NodeFile],
+    kinds: &[Kind],
+    shape: &Shape,
+) -> Result<(), PolicyError> {
+    let mut reserved = vec![0u64; nodes.len()];
+    for (i, n) in nodes.iter().enumerate() {
+        let Some(p) = shape.parent[i] else {
+            continue;
+        };
+        let parent = nodes[p].discipline.as_ref().map_or("fifo", |d| d.get_ref());
+        // A rank program may read its units' weight and priority.
+        let programmed = nodes[p].rank.is_some() || nodes[p].rank_on_dequeue.is_some();
+        if let Some(w) = &n.weight {
+            if !programmed && !shares_by_weight(kinds[p]) {
+                let msg = format!(
+                    "a weight has no effect under `{}`, whose discipline `{parent}` does not share by weight (wfq, qfq, drr, wf2q+, hclock and the cq- shares do)",
+                    nodes[p].name.get_ref()
+                );
+                return Err(at(index, w, &key(i, "weight"), msg));
+            }
+        }
+        if let Some(pr) = &n.priority {
+            if !programmed && kinds[p] != Kind::Ranked(Rank::Strict) {
+                let msg = format!(
+                    "a priority has no effect under `{}`, whose discipline `{parent}` is not `strict`",
+                    nodes[p].name.get_ref()
+                );
+                return Err(at(index, pr, &key(i, "priority"), msg));
+            }
+        }
+        if let Some(r) = &n.reservation {
+            reserved[p] = reserved[p].saturating_add(r.get_ref().get());
+            let limit = nodes[p].limit.as_ref().map(|l| l.get_ref().get());
+            if let Some(limit) = limit.filter(|&l| reserved[p] > l) {
+                let msg = format!(
+                    "the reservations under `{}` add up to {} bit/s, above its limit of {limit} bit/s: they could never all be met",
+                    nodes[p].name.get_ref(),
+                    reserved[p]
+                );
+                return Err(at(index, r, &key(i, "reservation"), msg));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,190 @@
+//! Hostile inputs: each is refused with a clear error (file, line, key) or runs,
+//! and none panics, aborts or takes long.
+
+use eiffel_policy::run::check_fits;
+use eiffel_policy::{Limits, Policy, WorkloadFile};
+
+/// Parses `text` as `bad.toml` and checks the error's line, key and message.
+#[track_caller]
+fn refused(text: &str, line: usize, key: &str, needle: &str) {
+    let err = Policy::parse(text, "bad.toml").expect_err("the policy should be refused");
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with(&format!("bad.toml:{line}:")),
+        "wrong file or line: {msg}"
+    );
+    assert_eq!(err.key(), Some(key), "{msg}");
+    assert!(msg.contains(needle), "message lacks {needle:?}: {msg}");
+}
+
+/// A root with one leaf named `name`.
+fn named(name: &str) -> String {
+    format!("[[node]]\nname = \"root\"\ndiscipline = \"wfq\"\n[[node]]\nname = \"{name}\"\nparent = \"root\"\n")
+}
+
+#[test]
+fn invisible_and_control_characters_in_names_are_refused() {
+    for code in ["200B", "0000", "007F", "00AD", "FEFF", "202E", "0009"] {
+        refused(
+            &named(&format!("a\\u{code}b")),
+            5,
+            "node[1].name",
+            &format!("it contains U+{code}"),
+        );
+    }
+    refused(&named("a b"), 5, "node[1].name", "U+0020");
+    refused(&named("a/b"), 5, "node[1].name", "`/`");
+    refused(&named(""), 5, "node[1].name", "empty");
+    refused(&named(&"x".repeat(65)), 5, "node[1].name", "at most 64");
+    assert!(Policy::parse(&named("vidéo-1_a.b:c"), "ok.toml").is_ok());
+}
+
+#[test]
+fn the_largest_capacity_is_refused_with_its_range() {
+    refused(
+        &format!("capacity = 4294967295\n{}", named("a")),
+        1,
+        "capacity",
+        "must be in 1..=4294967294",
+    );
+}
+
+/// A chain of `n` nodes, each the parent of the next.
+fn chain(n: usize) -> String {
+    let mut s = String::from("[[node]]\nname = \"n0\"\n");
+    for i in 1..n {
+        s.push_str(&format!(
+            "[[node]]\nname = \"n{i}\"\nparent = \"n{}\"\n",
+            i - 1
+        ));
+    }
+    s
+}
+
+#[test]
+fn a_long_chain_is_refused_at_the_depth_limit() {
+    // 100,000 levels: refused at the 32nd (one pass over the nodes; the time
+    // is the TOML parser's).
+    let text = chain(100_000);
+    let err = Policy::parse(&text, "chain.toml").unwrap_err().to_string();
+    assert!(
+        err.contains("key `node[32].parent`") && err.contains("at most 31 levels"),
+        "{err}"
+    );
+    assert!(Policy::parse(&chain(32), "ok.toml").is_ok());
+}
+
+#[test]
+fn a_long_cycle_is_found() {
+    // A root, and 50,000 nodes in one cycle hanging off nothing.
+    let mut s = String::from("[[node]]\nname = \"root\"\n");
+    let n = 50_000;
+    for i in 0..n {
+        s.push_str(&format!(
+            "[[node]]\nname = \"c{i}\"\nparent = \"c{}\"\n",
+            (i + 1) % n
+        ));
+    }
+    let err = Policy::parse(&s, "cycle.toml").unwrap_err().to_string();
+    assert!(err.contains("its own ancestor"), "{err}");
+}
+
+#[test]
+fn memory_beyond_the_limit_is_refused_before_allocating() {
+    // 224 GiB of packet pool: refused at once, naming the key and the estimate.
+    refused(
+        &format!("capacity = 4294967294\n{}", named("a")),
+        1,
+        "capacity",
+        "would need about 224 GiB of memory, above the limit of 4 GiB",
+    );
+    // Per-flow leaves: the flows' state is charged to `flows`.
+    let flows = "[[node]]\nname = \"root\"\ndiscipline = \"wfq\"\n[[node]]\nname = \"a\"\nparent = \"root\"\ndiscipline = \"pfabric\"\nflows = 16000000\n";
+    let limits = Limits {
+        max_memory: 256 << 20,
+    };
+    let err = Policy::parse_with(flows, "f.toml", &limits).unwrap_err();
+    assert_eq!(err.key(), Some("node[1].flows"), "{err}");
+    assert!(err.to_string().contains("the flows of node `a`"), "{err}");
+    // The same file fits a larger limit, and its estimate covers what it uses.
+    let big = Limits {
+        max_memory: 64 << 30,
+    };
+    let p = Policy::parse_with(flows, "f.toml", &big).unwrap();
+    assert!(p.estimate().total() > 16_000_000 * 32);
+}
+
+#[test]
+fn a_wide_tree_of_a_hundred_thousand_nodes_is_estimated_whole() {
+    // 4,000 branches of 24 levels: 96,001 nodes, each internal one with its
+    // own bucketed queue; refused within the default limit, naming the queues.
+    let mut s = String::from("[[node]]\nname = \"root\"\ndiscipline = \"wfq\"\n");
+    for i in 0..4000 {
+        let mut prev = "root".to_string();
+        for j in 0..24 {
+            let name = format!("b{i}_{j}");
+            s.push_str(&format!(
+                "[[node]]\nname = \"{name}\"\nparent = \"{prev}\"\n"
+            ));
+            if j < 23 {
+                s.push_str("discipline = \"wfq\"\n");
+            }
+            prev = name;
+        }
+    }
+    s.push_str("[classify]\ndefault = \"b0_23\"\n");
+    for i in 1..4000 {
+        s.push_str(&format!(
+            "[[classify.rule]]\nleaf = \"b{i}_23\"\nflow = {i}\n"
+        ));
+    }
+    let err = Policy::parse(&s, "wide.toml").unwrap_err().to_string();
+    assert!(
+        err.contains("the queue of 92001 nodes") && err.contains("above the limit of 4 GiB"),
+        "{err}"
+    );
+}
+
+#[test]
+fn meaningless_settings_are_refused_at_their_key() {
+    let strict = "[[node]]\nname = \"root\"\ndiscipline = \"strict\"\n[[node]]\nname = \"a\"\nparent = \"root\"\nweight = 3\n";
+    refused(strict, 7, "node[1].weight", "does not share by weight");
+    let wfq = "[[node]]\nname = \"root\"\ndiscipline = \"wfq\"\n[[node]]\nname = \"a\"\nparent = \"root\"\npriority = 2\n";
+    refused(wfq, 7, "node[1].priority", "is not `strict`");
+    let hclock = "[[node]]\nname = \"root\"\ndiscipline = \"hclock\"\nlimit = \"10Mbit\"\n[[node]]\nname = \"a\"\nparent = \"root\"\nreservation = \"6Mbit\"\n[[node]]\nname = \"b\"\nparent = \"root\"\nreservation = \"6Mbit\"\n[classify]\ndefault = \"a\"\n[[classify.rule]]\nleaf = \"b\"\nclass = 1\n";
+    refused(
+        hclock,
+        12,
+        "node[2].reservation",
+        "add up to 12000000 bit/s, above its limit of 10000000 bit/s",
+    );
+}
+
+#[test]
+fn workloads_that_cannot_mean_anything_are_refused() {
+    let err = WorkloadFile::parse(
+        "[[flow]]\nname = \"f\"\narrivals = \"greedy\"\nstart = \"2s\"\nstop = \"1s\"\n",
+        "w.toml",
+    )
+    .unwrap_err();
+    assert_eq!(err.key(), Some("flow[0].stop"), "{err}");
+    assert!(err.to_string().contains("not after `start`"), "{err}");
+    let policy = Policy::parse(&format!("mtu = \"1000B\"\n{}", named("a")), "p.toml").unwrap();
+    let big = WorkloadFile::parse(
+        "[[flow]]\nname = \"f\"\narrivals = \"greedy\"\npacket = \"1500B\"\n",
+        "w.toml",
+    )
+    .unwrap();
+    let err = check_fits(&policy, &big).unwrap_err().to_string();
+    assert!(
+        err.starts_with("w.toml:4:10: key `flow[0].packet`") && err.contains("every one"),
+        "{err}"
+    );
+    let some = WorkloadFile::parse(
+        "[[flow]]\nname = \"f\"\narrivals = \"greedy\"\npacket = [\"64B\", \"1500B\"]\n",
+        "w.toml",
+    )
+    .unwrap();
+    let warnings = check_fits(&policy, &some).unwrap();
+    assert_eq!(warnings.len(), 1);
+}

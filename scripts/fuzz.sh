@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Runs every cargo-fuzz target of the project for a bounded time each, seeded
+# with the example policies and workloads and a few hand-made frames:
+#   policy, workload   (crates/policy/fuzz: the TOML files, the run engine)
+#   parse, classify    (crates/classify/fuzz: header parsing, classification)
+# Usage: bash scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 25; CI runs 20)
+#        FUZZ_RUNS=N bash scripts/fuzz.sh            (N executions per target instead)
+# A crash stops the script with the input's path; turn it into a regression test
+# (crates/policy/tests/hostile.rs, crates/classify/src/tests.rs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.d/fuzz.sh
+secs="${1:-25}"
+corpus="${CARGO_TARGET_DIR:-$PWD/target}/fuzz-corpus"
+# One build directory for both fuzz crates: their common crates build once.
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}/fuzz"
+mkdir -p "$corpus"
+
+seed() { # seed TARGET FILES...
+    local dir="$corpus/$1"
+    shift
+    mkdir -p "$dir"
+    for f in "$@"; do cp -n "$f" "$dir/" 2>/dev/null || true; done
+}
+
+# Frames as hex: IPv4/UDP with DSCP EF, 802.1Q + IPv4/TCP, IPv6/TCP, a fragment.
+hex2bin() { printf "$(printf '%s' "$1" | sed 's/../\\x&/g')"; }
+frames="$corpus/frames"
+mkdir -p "$frames"
+eth="020000000002020000000001"
+hex2bin "${eth}080045b8001c00004000401100000a0000010a0000021f90003500080000" >"$frames/udp4"
+hex2bin "${eth}8100006408004500002800004000400600000a0000010a000002c350005000000000000000005002200000000000" >"$frames/vlan-tcp4"
+hex2bin "${eth}86dd6000000000140640fe800000000000000000000000000001fe800000000000000000000000000002c350005000000000000000005002200000000000" >"$frames/tcp6"
+hex2bin "${eth}08004500001c00002001401100000a0000010a0000020000000000000000" >"$frames/frag4"
+
+seed policy examples/policies/*.toml crates/policy/builtin/fig6-policy.toml
+seed workload examples/workloads/*.toml crates/policy/builtin/fig6-workload.toml
+seed parse "$frames"/*
+# classify: a control byte, then frames each behind a length byte.
+mkdir -p "$corpus/classify"
+for f in "$frames"/*; do
+    { printf '\x01'; printf "\\x$(printf %02x "$(stat -c %s "$f")")"; cat "$f"; } >"$corpus/classify/$(basename "$f")"
+done
+
+if [ -n "${FUZZ_RUNS:-}" ]; then
+    limit=(-runs="$FUZZ_RUNS")
+else
+    limit=(-max_total_time="$secs")
+fi
+run() { # run CRATE_DIR TARGET
+    local log="$corpus/$2.log"
+    echo "==> fuzz $2 (${FUZZ_RUNS:+$FUZZ_RUNS runs}${FUZZ_RUNS:-$secs s})"
+    if ! (cd "$1" && cargo +nightly fuzz run --release "$2" "$corpus/$2" -- \
+        "${limit[@]}" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1) >"$log" 2>&1; then
+        tail -n 60 "$log"
+        echo "error: fuzz target $2 failed (full output: $log)" >&2
+        exit 1
+    fi
+    grep -E "^stat::(number_of_executed_units|peak_rss_mb)" "$log" || true
+}
+run crates/policy/fuzz policy
+run crates/policy/fuzz workload
+run crates/classify/fuzz parse
+run crates/classify/fuzz classify
