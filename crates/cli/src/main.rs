@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod check;
+mod replay;
 mod run;
 mod shape;
 mod stats;

@@ -20,8 +20,17 @@ pub struct RunArgs {
     pub policy: Option<PathBuf>,
     /// The workload file (default: the built-in demo's, or
     /// `../workloads/<policy name>.toml` next to the policy).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "pcap")]
     pub workload: Option<PathBuf>,
+    /// Replay a packet capture (pcap or pcapng, Ethernet) instead of a
+    /// workload: capture times are arrivals, the policy's rules classify the
+    /// frames; the link rate defaults to the root's limit.
+    #[arg(long, value_name = "IN.pcap", requires = "policy")]
+    pub pcap: Option<PathBuf>,
+    /// With --pcap: write the packets sent, stamped with their departure
+    /// times, as a capture (pcapng if the name ends in .pcapng).
+    #[arg(long, value_name = "OUT.pcap", requires = "pcap")]
+    pub write_pcap: Option<PathBuf>,
     /// Link rate, e.g. "10Gbit" (default: the workload's).
     #[arg(long, value_parser = parse_rate)]
     pub link_rate: Option<u64>,
@@ -66,6 +75,9 @@ fn sibling_workload(policy: &Path) -> Option<PathBuf> {
 
 /// Runs the command.
 pub fn run(args: &RunArgs) -> Result<(), Box<dyn std::error::Error>> {
+    if let (Some(pcap), Some(policy)) = (&args.pcap, &args.policy) {
+        return crate::replay::run(args, policy, pcap);
+    }
     let (policy, workload) = match &args.policy {
         None => {
             let policy = Policy::parse(FIG6_POLICY, "examples/policies/fig6.toml (built in)")?;
@@ -142,14 +154,7 @@ pub fn run(args: &RunArgs) -> Result<(), Box<dyn std::error::Error>> {
 
 /// Runs `workload` through `policy`, with a progress bar on a terminal.
 fn run_one(policy: &Policy, workload: &WorkloadFile, opts: RunOptions) -> RunReport {
-    let bar = std::io::stderr().is_terminal().then(|| {
-        let bar = ProgressBar::new(opts.duration / 1_000_000);
-        bar.set_style(
-            ProgressStyle::with_template("{bar:40} {pos}/{len} ms simulated ({elapsed})")
-                .expect("valid template"),
-        );
-        bar
-    });
+    let bar = progress_bar(opts.duration);
     let progress = bar.clone();
     let report = eiffel_policy::run(policy, workload, opts, move |now| {
         if let Some(b) = &progress {
@@ -160,6 +165,18 @@ fn run_one(policy: &Policy, workload: &WorkloadFile, opts: RunOptions) -> RunRep
         b.finish_and_clear();
     }
     report
+}
+
+/// A progress bar over `duration` of simulated time, on a terminal only.
+pub(crate) fn progress_bar(duration: u64) -> Option<ProgressBar> {
+    std::io::stderr().is_terminal().then(|| {
+        let bar = ProgressBar::new(duration / 1_000_000);
+        bar.set_style(
+            ProgressStyle::with_template("{bar:40} {pos}/{len} ms simulated ({elapsed})")
+                .expect("valid template"),
+        );
+        bar
+    })
 }
 
 /// The flow groups of several runs of one workload, side by side.
@@ -331,7 +348,7 @@ pub fn render(r: &RunReport) -> String {
 }
 
 /// Writes rates over time per leaf as an SVG line chart.
-fn plot(r: &RunReport, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
+pub(crate) fn plot(r: &RunReport, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
     use plotters::prelude::*;
     let bins = r.series.first().map_or(0, |s| s.rates_bps.len());
     let secs = r.bin_ns as f64 / 1e9;
