@@ -466,6 +466,32 @@ mod tests {
         assert!(t.ends_with("# EOF\n"));
     }
 
+    /// Every metric the shipped Grafana dashboard queries is exported.
+    #[test]
+    fn the_grafana_dashboard_queries_exported_metrics() {
+        let dashboard = include_str!("../../../../examples/grafana/eiffel-shape.json");
+        let page = render(&snapshot(), Exposition::Prometheus);
+        let mut names = 0;
+        for (i, _) in dashboard.match_indices("eiffel_") {
+            let name: String = dashboard[i..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            if name == "eiffel_shape" {
+                continue;
+            }
+            names += 1;
+            let exported = page
+                .lines()
+                .any(|l| l.starts_with(&name) && l[name.len()..].starts_with(['{', ' ']));
+            assert!(
+                exported,
+                "the dashboard queries {name}, which is not exported"
+            );
+        }
+        assert!(names >= 10);
+    }
+
     #[test]
     fn serves_over_http() {
         let latest: Latest = Arc::default();
