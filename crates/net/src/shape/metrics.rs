@@ -469,7 +469,9 @@ mod tests {
     /// Every metric the shipped Grafana dashboard queries is exported.
     #[test]
     fn the_grafana_dashboard_queries_exported_metrics() {
-        let dashboard = include_str!("../../../../examples/grafana/eiffel-shape.json");
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples/grafana/eiffel-shape.json");
+        let dashboard = std::fs::read_to_string(&path).expect("the workspace's dashboard");
         let page = render(&snapshot(), Exposition::Prometheus);
         let mut names = 0;
         for (i, _) in dashboard.match_indices("eiffel_") {
