@@ -2,7 +2,8 @@
 # Runs the tests of every module with unsafe code under miri: PSPAT's mailbox,
 # sleeper, client lists, tags, link and sinks, eiffel-net's frame pool (real
 # threads) and ring walkers (on fake kernel rings in ordinary memory), and
-# eiffel-queue's prefetch hint with the store around it. Installs the nightly miri component if it
+# eiffel-queue's prefetch hint with the store around it, and eiffel-capi's FFI
+# functions (NULL pointers, the panic guard). Installs the nightly miri component if it
 # is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,3 +22,6 @@ cargo +nightly miri test -p eiffel-net --lib -- sys:: frames::
 # eiffel-queue's one unsafe block, the prefetch hint, compiles to nothing under
 # miri (which has no caches); the slab store and the queues that call it run.
 cargo +nightly miri test -p eiffel-queue --lib -- prefetch:: store:: bucketed:: circular::
+# The C API's extern functions on a small policy (about 1 min of tests, plus
+# the build of its dependencies).
+cargo +nightly miri test -p eiffel-capi --lib -- ffi::

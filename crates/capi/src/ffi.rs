@@ -514,10 +514,10 @@ mod tests {
     use super::*;
     use std::ptr::{null, null_mut};
 
-    const POLICY: &str = "[[node]]\nname = \"root\"\ndiscipline = \"strict\"\n\
+    const POLICY: &str = "capacity = 16\n[shaper]\nslots = 64\n[[node]]\nname = \"root\"\ndiscipline = \"strict\"\n\
         [[node]]\nname = \"hi\"\nparent = \"root\"\npriority = 0\ncapacity = 2\n\
         [[node]]\nname = \"lo\"\nparent = \"root\"\npriority = 1\n\
-        [classify]\ndefault = \"lo\"\n\
+        [classify]\ndefault = \"lo\"\nmax_flows = 16\n\
         [[classify.rule]]\nleaf = \"hi\"\nprotocol = \"udp\"\n\0";
 
     fn last_error() -> String {
