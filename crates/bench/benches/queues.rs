@@ -5,7 +5,8 @@
 //! - `hold/<queue>/<live>`: one pop-min + insert pair of the hold model (each
 //!   element re-inserted 1..=10,000 ranks after the minimum it replaced) with 1k
 //!   and 10k live elements: cffs, the logical calendar queue (flat and two-level)
-//!   and the baselines std_binary_heap, radix_heap, btreemap and binary_heap.
+//!   and the baselines std_binary_heap, radix_heap, btreemap and binary_heap, and
+//!   plain_buckets, the floor (a bucket queue without handles).
 //! - `fill_drain/<queue>`: fill 10,000 buckets with one element each in random
 //!   order, then drain (Eiffel Fig. 12's first point), per element.
 //!
@@ -14,6 +15,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use eiffel_bench::queues::baselines::{BTree, Eiffel, MinQueue, RadixHeap, StdHeap};
+use eiffel_bench::queues::plain::PlainBuckets;
 use eiffel_bench::queues::workload::{fill_drain, fill_drain_ranks, Hold};
 use eiffel_queue::{BinaryHeapQueue, Calendar, CalendarConfig, Cffs, Hffs, QueueConfig};
 use rand::rngs::SmallRng;
@@ -66,6 +68,7 @@ fn hold(c: &mut Criterion) {
             live,
             Eiffel(BinaryHeapQueue::<u32>::new(cfg).expect("valid")),
         );
+        hold_one(c, "plain_buckets", live, PlainBuckets::new(live));
     }
 }
 

@@ -21,13 +21,17 @@
 //!   re-inserted 1..=10,000 ranks after the minimum it replaced (a scheduler's
 //!   steady state): cffs (two halves of 16,384 buckets, so nothing is ever
 //!   clamped) and the logical calendar queue (16,384 days) against the same four
-//!   baselines. The queues take turns, one batch each per round, so that load from
-//!   other work falls on all of them alike; the median batch is reported.
+//!   baselines, and `plain_buckets` ([`plain`]), a bucket queue with none of
+//!   cffs's features: not a baseline a user would pick (it has no handles and
+//!   serves only this workload), but the floor a bucketed queue can reach here.
+//!   The queues take turns, one batch each per round, so that load from other work
+//!   falls on all of them alike; the median batch is reported.
 //!
 //! Times are the thread's CPU time ([`crate::clock`]). Run it pinned to one core
 //! (`taskset -c 1 eiffel bench queues`); the ratios are the figures to read.
 
 pub mod baselines;
+pub mod plain;
 pub mod workload;
 
 use std::time::Duration;
@@ -43,6 +47,7 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
 use self::baselines::{BTree, Eiffel, MinQueue, RadixHeap, StdHeap};
+use self::plain::PlainBuckets;
 use self::workload::{fill_drain_ranks, time_fill_drain, Hold, HOLD_SPAN};
 use crate::report::{fmt_f, print_results, Table};
 use crate::{BenchError, CommonOpts};
@@ -68,6 +73,9 @@ struct Record {
     ratio_vs_baseline: Option<f64>,
     /// The baseline `ratio_vs_baseline` is taken against.
     baseline: Option<&'static str>,
+    /// Hold model: ns per pair over `plain_buckets`'s in the same run (the floor;
+    /// 1.0 would be as cheap as a bucket queue with no handles).
+    ns_vs_plain_buckets: Option<f64>,
     /// Fig. 14: fraction of pops that did not return the minimum bucket.
     error_rate: Option<f64>,
     /// Fig. 14: mean distance in buckets between the popped and the minimum bucket.
@@ -103,6 +111,7 @@ impl Record {
             ns_per_pair: None,
             ratio_vs_baseline: None,
             baseline: None,
+            ns_vs_plain_buckets: None,
             error_rate: None,
             mean_error_buckets: None,
             max_error_buckets: None,
@@ -306,6 +315,7 @@ fn hold_model(plan: &Plan, out: &mut Vec<Record>) -> Result<(), BenchError> {
                 Eiffel(BinaryHeapQueue::<u32>::new(cfg)?),
                 live,
             ),
+            Contestant::new("plain_buckets", PlainBuckets::new(live), live),
         ];
         for _ in 0..plan.hold_rounds {
             for c in &mut field {
@@ -326,6 +336,13 @@ fn hold_model(plan: &Plan, out: &mut Vec<Record>) -> Result<(), BenchError> {
             })
             .collect();
         rate_against_best(&mut rows, |r| r.mpps);
+        let floor = rows
+            .iter()
+            .find(|r| r.queue == "plain_buckets")
+            .and_then(|r| r.ns_per_pair);
+        for r in &mut rows {
+            r.ns_vs_plain_buckets = r.ns_per_pair.zip(floor).map(|(ns, f)| ns / f);
+        }
         out.extend(rows);
     }
     Ok(())
@@ -483,7 +500,14 @@ fn print_hold(records: &[Record]) {
         "Hold model: pop the minimum, insert it 1..={HOLD_SPAN} ranks later \
          (ns per pair; speed-up over the fastest baseline of the same run)"
     );
-    let mut t = Table::new(["queue", "live", "ns/pair", "x best", "best baseline"]);
+    let mut t = Table::new([
+        "queue",
+        "live",
+        "ns/pair",
+        "x best",
+        "best baseline",
+        "ns / plain_buckets",
+    ]);
     for r in records.iter().filter(|r| r.experiment == "hold") {
         let [ratio, base] = ratio_cells(r);
         t.row([
@@ -492,6 +516,7 @@ fn print_hold(records: &[Record]) {
             r.ns_per_pair.map_or(String::new(), |x| fmt_f(x, 2)),
             ratio,
             base,
+            r.ns_vs_plain_buckets.map_or(String::new(), |x| fmt_f(x, 2)),
         ]);
     }
     println!("{}", t.render());

@@ -514,7 +514,8 @@ mod tests {
     use super::*;
     use std::ptr::{null, null_mut};
 
-    const POLICY: &str = "capacity = 16\n[shaper]\nslots = 64\n[[node]]\nname = \"root\"\ndiscipline = \"strict\"\n\
+    const POLICY: &str =
+        "capacity = 16\n[shaper]\nslots = 64\n[[node]]\nname = \"root\"\ndiscipline = \"strict\"\n\
         [[node]]\nname = \"hi\"\nparent = \"root\"\npriority = 0\ncapacity = 2\n\
         [[node]]\nname = \"lo\"\nparent = \"root\"\npriority = 1\n\
         [classify]\ndefault = \"lo\"\nmax_flows = 16\n\

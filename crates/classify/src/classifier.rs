@@ -14,6 +14,7 @@
 use eiffel_sched::{ClassId, ConfigError, DropReason, Dropped, FlowId, Nanos, Packet};
 use serde::Deserialize;
 
+use crate::annotate::{AnnotateError, AnnotateSpec, Annotator};
 use crate::conditions::RuleSpec;
 use crate::flow_table::{FlowTable, FlowTableConfig};
 use crate::rules::{RuleError, RuleSet};
@@ -46,6 +47,8 @@ pub struct ClassifySpec {
     pub malformed: MalformedAction,
     /// Rules, first match wins.
     pub rules: Vec<RuleSpec>,
+    /// Rank fields taken from packets.
+    pub annotate: AnnotateSpec,
 }
 
 /// A classification that cannot be turned into a classifier.
@@ -58,6 +61,9 @@ pub enum ClassifyError {
     /// A sizing problem.
     #[error("classify: {0}")]
     Config(#[from] ConfigError),
+    /// A rank annotation problem.
+    #[error("classify: {0}")]
+    Annotate(#[from] AnnotateError),
 }
 
 impl ClassifySpec {
@@ -68,10 +74,13 @@ impl ClassifySpec {
     /// A leaf `resolve` does not know; never for the policy's own leaves.
     pub fn classifier(
         &self,
-        resolve: impl FnMut(&str) -> Option<ClassId>,
+        mut resolve: impl FnMut(&str) -> Option<ClassId>,
     ) -> Result<Classifier, ClassifyError> {
-        let rules = RuleSet::compile(&self.rules, &self.default, resolve)?;
-        Ok(Classifier::new(rules, self.flow_table, self.malformed)?)
+        let rules = RuleSet::compile(&self.rules, &self.default, &mut resolve)?;
+        let annotator = self
+            .annotate
+            .compile(self.flow_table.max_flows, &mut resolve)?;
+        Ok(Classifier::new(rules, self.flow_table, self.malformed)?.with_annotator(annotator))
     }
 }
 
@@ -92,6 +101,9 @@ pub struct Classifier {
     rules: RuleSet,
     flows: FlowTable,
     malformed: MalformedAction,
+    annotator: Annotator,
+    /// Added to every flow id (classifiers sharing one id space).
+    flow_base: FlowId,
     counters: ClassifyCounters,
 }
 
@@ -109,8 +121,27 @@ impl Classifier {
             rules,
             flows: FlowTable::new(flows)?,
             malformed,
+            annotator: Annotator::default(),
+            flow_base: 0,
             counters: ClassifyCounters::default(),
         })
+    }
+
+    /// The classifier with `base` added to every flow id it hands out, so that
+    /// several classifiers (one per receive queue) share one id space:
+    /// `base..base + max_flows`.
+    #[must_use]
+    pub fn with_flow_base(mut self, base: FlowId) -> Classifier {
+        self.flow_base = base;
+        self
+    }
+
+    /// The classifier with rank fields filled in by `annotator` (see
+    /// [`crate::annotate`]).
+    #[must_use]
+    pub fn with_annotator(mut self, annotator: Annotator) -> Classifier {
+        self.annotator = annotator;
+        self
     }
 
     /// Classifies one frame arriving at `now`: a descriptor with `flow`, `class`,
@@ -122,9 +153,11 @@ impl Classifier {
     pub fn classify(&mut self, frame: &[u8], now: Nanos) -> Result<Packet, Dropped> {
         self.counters.frames += 1;
         let len = u32::try_from(frame.len()).unwrap_or(u32::MAX);
-        let key = match wire::parse(frame) {
+        let headers = wire::parse(frame);
+        let key = match &headers {
             Ok(h) => h.key,
             Err(reason) => {
+                let reason = *reason;
                 self.counters.malformed.record(reason);
                 match self.malformed {
                     MalformedAction::Forward => FlowKey::MALFORMED,
@@ -146,7 +179,18 @@ impl Classifier {
                 rules.classify(k)
             }
         });
-        Ok(Packet::new(hit.flow, len).at(now).class(hit.class))
+        let mut pkt = Packet::new(hit.flow, len).at(now).class(hit.class);
+        if let Ok(h) = &headers {
+            self.annotator.annotate(&mut pkt, frame, h, hit.created);
+        }
+        pkt.flow = pkt.flow.saturating_add(self.flow_base);
+        Ok(pkt)
+    }
+
+    /// The rank annotator.
+    #[must_use]
+    pub fn annotator(&self) -> &Annotator {
+        &self.annotator
     }
 
     /// Expires up to `budget` idle flows (see [`FlowTable::expire`]).

@@ -3,6 +3,9 @@
 //! clock (`now` is passed in) and no `libc`, so the same code classifies frames
 //! from a Linux ring, a pcap file, a simulator or a fuzzer.
 //!
+//! - [`annotate`]: rank, deadline and remaining size of a descriptor taken from
+//!   the packet (DSCP, a header field, per-class budgets, attained bytes per flow).
+//! - [`checksum`]: TCP and UDP checksums left for hardware, completed in software.
 //! - [`wire`]: Ethernet / 802.1Q / 802.1ad / IPv4 / IPv6 / TCP / UDP headers (via
 //!   `etherparse`) to a `Copy` [`wire::FlowKey`]; malformed frames named by layer.
 //! - [`rules`]: classification rules, first match wins: their conditions as
@@ -28,12 +31,17 @@
 //! assert_eq!((pkt.class, pkt.len), (0, 10));
 //! ```
 
+pub mod annotate;
+pub mod checksum;
 mod classifier;
 mod conditions;
 pub mod flow_table;
 pub mod rules;
 pub mod wire;
 
+pub use annotate::{
+    AnnotateError, AnnotateSpec, Annotator, DeadlineField, DeadlineSpec, RankFrom, RemainingFrom,
+};
 pub use classifier::{Classifier, ClassifyCounters, ClassifyError, ClassifySpec, MalformedAction};
 pub use conditions::{
     Atom, DscpRange, EtherType, IdRange, Matches, PortRange, Prefix, Protocol, RuleSpec,

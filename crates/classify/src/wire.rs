@@ -112,6 +112,11 @@ pub struct Headers {
     pub len: u32,
     /// Whether the IP packet is a fragment (its key then has no ports).
     pub fragment: bool,
+    /// Where the UDP payload starts in the frame (unfragmented UDP only).
+    pub udp_payload: Option<u32>,
+    /// Where the IPv4 options lie in the frame: start and length (a header with
+    /// options only).
+    pub ipv4_options: Option<(u32, u32)>,
 }
 
 /// Why a frame could not be parsed: the layer at fault.
@@ -193,7 +198,7 @@ impl Malformed {
         }
     }
 
-    fn from_slice_error(err: &SliceError) -> Malformed {
+    pub(crate) fn from_slice_error(err: &SliceError) -> Malformed {
         match err {
             SliceError::Len(len) => Malformed::from_layer(len.layer),
             SliceError::Ip(_) | SliceError::Ipv4(_) => Malformed::Ipv4,
@@ -282,10 +287,16 @@ pub fn parse(frame: &[u8]) -> Result<Headers, Malformed> {
     }
 
     let mut fragment = false;
+    let mut ipv4_options = None;
+    let offset = |part: &[u8]| (part.as_ptr() as usize - frame.as_ptr() as usize) as u32;
     let ip = match &sliced.net {
         Some(NetSlice::Ipv4(v4)) => {
             let h = v4.header();
             fragment = v4.is_payload_fragmented();
+            let options = h.options();
+            if !options.is_empty() {
+                ipv4_options = Some((offset(options), options.len() as u32));
+            }
             Some(IpKey {
                 src: IpAddr::from(h.source()),
                 dst: IpAddr::from(h.destination()),
@@ -327,6 +338,10 @@ pub fn parse(frame: &[u8]) -> Result<Headers, Malformed> {
         }
         ip
     });
+    let udp_payload = match (&sliced.transport, fragment) {
+        (Some(TransportSlice::Udp(udp)), false) => Some(offset(udp.payload())),
+        _ => None,
+    };
 
     Ok(Headers {
         key: FlowKey {
@@ -337,6 +352,8 @@ pub fn parse(frame: &[u8]) -> Result<Headers, Malformed> {
         },
         len,
         fragment,
+        udp_payload,
+        ipv4_options,
     })
 }
 

@@ -15,6 +15,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use clap::Args;
+use eiffel_net::offload::Offloads;
 use eiffel_net::shape::metrics::{Latest, MetricsServer};
 use eiffel_net::shape::{Bump, LinkRate, LivePolicy, ShapeConfig, DEFAULT_LINK_RATE_BPS};
 use eiffel_policy::units::{self, fmt_rate, RateUnit, TimeUnit};
@@ -75,6 +76,11 @@ pub struct ShapeArgs {
     /// histogram), refreshed every rate interval.
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics: Option<std::net::SocketAddr>,
+    /// Receive queues on `--in`: this many receive rings in one PACKET_FANOUT
+    /// group (flows spread by hash, each flow on one ring), each read by its own
+    /// thread with its own PSPAT mailbox (1-16).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub queues: usize,
     /// Print the final counters as JSON.
     #[arg(long)]
     pub json: bool,
@@ -201,10 +207,30 @@ fn serve(bump: &Bump, file: &Path, mut stream: UnixStream) {
     let _ = stream.write_all(answer.as_bytes());
 }
 
+/// Warns about receive offloads on the bump's interfaces: they merge frames into
+/// super-frames the bump drops. (Checksums senders leave for hardware are
+/// completed in software and need no change.)
+fn warn_offloads(args: &ShapeArgs) {
+    for dev in [&args.input, &args.output] {
+        // A missing interface is reported by the start that follows.
+        if let Ok(o) = Offloads::query(dev) {
+            if o.merges_received() {
+                eprintln!(
+                    "eiffel shape: warning: receive offload (GRO/LRO) is on on `{dev}`: frames \
+                     merged beyond the MTU are dropped and counted as oversize; turn it off with \
+                     `ethtool -K {dev} gro off lro off` (and `gso off tso off` on senders on \
+                     the same host)"
+                );
+            }
+        }
+    }
+}
+
 /// The data path's configuration from the command line.
 fn config(args: &ShapeArgs) -> Result<ShapeConfig, Error> {
     let mut cfg = ShapeConfig::new(&args.input, &args.output);
     cfg.inline_dispatch = args.inline_dispatch;
+    cfg.queues = args.queues;
     cfg.realtime = args.realtime;
     cfg.idle_spin = duration(&args.idle_spin, "idle-spin")?;
     cfg.link_rate = match &args.link_rate {
@@ -237,6 +263,7 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
     // Signals are caught from here on, so a stop during start-up is not lost.
     let signals = Signals::new([SIGINT, SIGTERM, SIGHUP])
         .map_err(|e| format!("cannot install signal handlers: {e}"))?;
+    warn_offloads(args);
     let bump = Bump::start(&cfg, live(&policy))?;
     let listener = match bind(&socket) {
         Ok(l) => l,

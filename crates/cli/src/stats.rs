@@ -282,6 +282,14 @@ fn render_paths(o: &mut String, s: &Snapshot) {
         drops_text(&i.drops),
         i.kernel_drops
     );
+    if i.checksum_pending + s.reverse.checksum_completed + s.reverse.checksum_left > 0 {
+        let r = &s.reverse;
+        let _ = writeln!(
+            o,
+            " checksums left for hardware: completed {} in, {} back; unfinished {} in, {} back",
+            i.checksum_completed, r.checksum_completed, i.checksum_left, r.checksum_left
+        );
+    }
     let c = &s.scheduler;
     let _ = writeln!(
         o,

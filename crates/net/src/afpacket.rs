@@ -28,10 +28,13 @@
 //!   [`crate::forward`]). Turn offloads off on interfaces in front of the shaper
 //!   (`ethtool -K DEV gro off gso off tso off`); the test bed does.
 //! - Frames with a checksum still to be completed by hardware
-//!   (`TP_STATUS_CSUMNOTREADY`, seen on locally generated traffic and veth peers with
-//!   TX checksum offload on) are forwarded as they are and counted in
-//!   [`RxStats::checksum_pending`]; the receiver would discard them, so turn TX
-//!   checksum offload off on such senders (`ethtool -K DEV tx off`).
+//!   (`TP_STATUS_CSUMNOTREADY`: Linux's `CHECKSUM_PARTIAL`, seen on traffic from
+//!   a veth peer or a local sender with transmit checksum offload on) are counted in
+//!   [`RxStats::checksum_pending`] and completed in software while they are copied
+//!   ([`RxFrame::copy_to`], with [`eiffel_classify::checksum::complete`]): no card
+//!   downstream would, and the receiver would discard them. TCP and UDP over IPv4
+//!   and IPv6 are completed; anything else is forwarded as it is and its copy says
+//!   why ([`ChecksumFix::Left`]).
 //! - Jumbo frames work when [`TxConfig::frame_size`] and the buffer pool's slot size
 //!   exceed the MTU plus 18 bytes (Ethernet header and one VLAN tag) and 32 bytes of
 //!   TPACKET header.
@@ -45,6 +48,8 @@
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::time::Duration;
+
+use eiffel_classify::checksum::{self, Incomplete};
 
 use crate::sys::{self, ring};
 
@@ -89,7 +94,7 @@ pub enum NetError {
 }
 
 impl NetError {
-    fn io(op: &'static str, interface: &str, source: io::Error) -> NetError {
+    pub(crate) fn io(op: &'static str, interface: &str, source: io::Error) -> NetError {
         match source.raw_os_error() {
             Some(libc::EPERM | libc::EACCES) => NetError::PermissionDenied {
                 op,
@@ -118,7 +123,15 @@ pub struct RxConfig {
     pub retire_timeout_ms: u32,
     /// Put the interface in promiscuous mode while the ring is open.
     pub promiscuous: bool,
+    /// Join this `PACKET_FANOUT` group: the kernel spreads the interface's frames
+    /// over the group's rings by flow hash, so each flow stays on one ring.
+    pub fanout: Option<u16>,
 }
+
+/// `PACKET_FANOUT` of `<linux/if_packet.h>`.
+const PACKET_FANOUT: libc::c_int = 18;
+/// `PACKET_FANOUT_HASH`: frames spread by their flow hash.
+const PACKET_FANOUT_HASH: libc::c_int = 0;
 
 impl Default for RxConfig {
     /// 32 blocks of 256 KiB (8 MiB: about 5,000 full-size frames, 60,000 minimum-size
@@ -129,6 +142,7 @@ impl Default for RxConfig {
             block_count: 32,
             retire_timeout_ms: 1,
             promiscuous: true,
+            fanout: None,
         }
     }
 }
@@ -192,6 +206,12 @@ pub struct TxStats {
     pub kicks: u64,
     /// `send(2)` calls that failed (transmission is retried at the next flush).
     pub kick_errors: u64,
+    /// Frames queued by [`TxRing::send_frame`] whose checksum, left for hardware,
+    /// was completed in the copy.
+    pub checksum_completed: u64,
+    /// Frames queued by [`TxRing::send_frame`] whose checksum was left for
+    /// hardware and could not be completed (see [`ChecksumFix::Left`]).
+    pub checksum_left: u64,
 }
 
 /// Why [`TxRing::send`] did not queue a frame.
@@ -268,10 +288,11 @@ impl<'a> RxFrame<'a> {
     }
 
     /// Copies the frame into `dst` as it was on the wire (the VLAN tag put back after
-    /// the MAC addresses). Returns the length, or `None` when `dst` is too small or
-    /// the frame is too short to carry MAC addresses.
+    /// the MAC addresses), completing a transport checksum left for hardware
+    /// ([`RxFrame::checksum_pending`]). `None` when `dst` is too small or the frame
+    /// is too short to carry MAC addresses.
     #[must_use]
-    pub fn copy_to(&self, dst: &mut [u8]) -> Option<usize> {
+    pub fn copy_to(&self, dst: &mut [u8]) -> Option<Copied> {
         let src = self.raw.data;
         let len = self.len();
         let dst = dst.get_mut(..len)?;
@@ -284,8 +305,37 @@ impl<'a> RxFrame<'a> {
                 dst[16..].copy_from_slice(rest);
             }
         }
-        Some(len)
+        let checksum = if self.checksum_pending() {
+            match checksum::complete(dst) {
+                Ok(_) => ChecksumFix::Completed,
+                Err(why) => ChecksumFix::Left(why),
+            }
+        } else {
+            ChecksumFix::Ready
+        };
+        Some(Copied { len, checksum })
     }
+}
+
+/// What [`RxFrame::copy_to`] copied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Copied {
+    /// Bytes written.
+    pub len: usize,
+    /// What happened to the transport checksum.
+    pub checksum: ChecksumFix,
+}
+
+/// The state of a copied frame's transport checksum.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChecksumFix {
+    /// The sender completed it (or the frame has none to complete).
+    Ready,
+    /// It was left for hardware and has been completed in the copy.
+    Completed,
+    /// It was left for hardware but could not be completed (not TCP or UDP over
+    /// IP, an IP fragment, malformed headers): the copy carries it unfinished.
+    Left(Incomplete),
 }
 
 fn check(cond: bool, msg: impl FnOnce() -> String) -> Result<(), NetError> {
@@ -383,6 +433,13 @@ impl RxRing {
             opt(
                 "enabling promiscuous mode",
                 sys::add_promiscuous(fd.as_fd(), index),
+            )?;
+        }
+        if let Some(group) = cfg.fanout {
+            let arg = libc::c_int::from(group) | (PACKET_FANOUT_HASH << 16);
+            opt(
+                "joining the PACKET_FANOUT group",
+                sys::set_packet_int(fd.as_fd(), PACKET_FANOUT, arg),
             )?;
         }
         Ok(RxRing {
@@ -605,7 +662,20 @@ impl TxRing {
             self.stats.too_large += 1;
             return Err(TxError::TooLarge { len, max: limit });
         }
-        self.submit(len, |buf| frame.copy_to(buf))
+        let mut fix = ChecksumFix::Ready;
+        let queued = self.submit(len, |buf| {
+            let copied = frame.copy_to(buf)?;
+            fix = copied.checksum;
+            Some(copied.len)
+        });
+        if queued.is_ok() {
+            match fix {
+                ChecksumFix::Ready => {}
+                ChecksumFix::Completed => self.stats.checksum_completed += 1,
+                ChecksumFix::Left(_) => self.stats.checksum_left += 1,
+            }
+        }
+        queued
     }
 
     fn submit(

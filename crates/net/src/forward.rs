@@ -35,7 +35,9 @@ use std::time::{Duration, Instant};
 use eiffel_classify::Classifier;
 use eiffel_sched::{ConfigError, Nanos, Scheduler};
 
-use crate::afpacket::{Interest, NetError, PollSet, RxConfig, RxRing, TxConfig, TxError, TxRing};
+use crate::afpacket::{
+    ChecksumFix, Interest, NetError, PollSet, RxConfig, RxRing, TxConfig, TxError, TxRing,
+};
 use crate::pool::BufferPool;
 
 /// A receive ring and a transmit ring on one interface.
@@ -106,6 +108,12 @@ pub struct AtoB {
     pub tx_too_large: u64,
     /// Dropped at B: transmit ring full although it reported room.
     pub tx_full: u64,
+    /// Frames whose checksum, left for hardware, was completed in the copy (not
+    /// a separate fate: they are also in the counters above).
+    pub checksum_completed: u64,
+    /// Frames whose checksum was left for hardware and could not be completed
+    /// (forwarded unfinished; also in the counters above).
+    pub checksum_left: u64,
 }
 
 /// Counters of the unscheduled direction (B to A).
@@ -206,11 +214,17 @@ impl<S: Scheduler> Forwarder<S> {
                 return;
             };
             let copied = pool.slot_mut(id).and_then(|slot| frame.copy_to(slot));
-            let Some(len) = copied else {
+            let Some(copied) = copied else {
                 a_to_b.oversize += 1;
                 let _ = pool.free(id);
                 return;
             };
+            let len = copied.len;
+            match copied.checksum {
+                ChecksumFix::Ready => {}
+                ChecksumFix::Completed => a_to_b.checksum_completed += 1,
+                ChecksumFix::Left(_) => a_to_b.checksum_left += 1,
+            }
             let _ = pool.set_len(id, len);
             let bytes = pool.frame(id).unwrap_or_default();
             match classifier.classify(bytes, now) {

@@ -39,13 +39,14 @@
 //! | malformed or truncated frames | counted by layer; forwarded in the default leaf or dropped (configurable) |
 //! | jumbo frames | yes, with transmit slots and pool slots sized above MTU + 18 |
 //! | GRO / GSO / TSO super-frames | no: counted and dropped; turn offloads off (`ethtool -K DEV gro off gso off tso off`) |
-//! | frames with hardware checksum pending (`TP_STATUS_CSUMNOTREADY`) | forwarded unchanged and counted; turn TX checksum offload off on such senders |
+//! | frames with hardware checksum pending (`TP_STATUS_CSUMNOTREADY`) | TCP/UDP checksums completed in software while copied, counted; others forwarded as they are and counted |
 //! | AF_XDP | no (see the crate README) |
-//! | multiple queues / `PACKET_FANOUT` | no: one ring per interface |
+//! | multiple queues / `PACKET_FANOUT` | yes: `RxConfig::fanout`, and `ShapeConfig::queues` receive threads each with its own mailbox |
 
 pub mod afpacket;
 pub mod forward;
 pub mod frames;
+pub mod offload;
 pub mod pool;
 pub mod shape;
 mod sync;

@@ -67,7 +67,7 @@ fn transmitted_frames_arrive_intact_with_vlan_tags_restored() {
             while got.len() < sent.len() && Instant::now() < deadline {
                 rx.recv(64, |f| {
                     let mut buf = vec![0; f.len()];
-                    let n = f.copy_to(&mut buf).expect("buffer sized by len()");
+                    let n = f.copy_to(&mut buf).expect("buffer sized by len()").len;
                     assert_eq!(n, f.len());
                     assert!(!f.is_truncated());
                     if is_test_frame(&buf) {

@@ -14,6 +14,23 @@
 //! dscp = ["ef", 40]
 //! ```
 //!
+//! Live packets can also carry ranks for rank-based disciplines
+//! ([`eiffel_classify::annotate`]):
+//!
+//! ```toml
+//! [classify]
+//! default = "flows"
+//! rank = "dscp"               # rank = 63 - DSCP
+//! remaining = "attained"      # bytes the flow has sent (LAS); or "levels" with
+//!                             # thresholds = ["10KB", "1MB"] (PIAS)
+//! [classify.deadline]         # deadline = arrival + budget
+//! udp_offset = 0              # a 32-bit budget at this UDP payload offset (or
+//! unit = "1us"                # ipv4_option = TYPE), in this unit
+//! budget = "20ms"             # otherwise this budget ...
+//! [classify.deadline.leaf]
+//! voice = "2ms"               # ... or the leaf's own
+//! ```
+//!
 //! The conditions of a rule are [`eiffel_classify::RuleSpec`]'s (header fields for
 //! live traffic, `flow` and `class` ids for simulated workloads); `default` is
 //! required when the policy has more than one leaf.
@@ -26,14 +43,19 @@
 //! the smallest per-flow leaf, whichever is less.
 
 pub use eiffel_classify::{ClassifyError, ClassifySpec};
-use eiffel_classify::{FlowTableConfig, MalformedAction, RuleError, RuleSet, RuleSpec};
+use std::collections::BTreeMap;
+
+use eiffel_classify::{
+    AnnotateError, AnnotateSpec, DeadlineField, DeadlineSpec, FlowTableConfig, MalformedAction,
+    RankFrom, RemainingFrom, RuleError, RuleSet, RuleSpec,
+};
 use eiffel_sched::tree::TreeSpec;
 use eiffel_sched::{ClassId, Duration};
 use serde::Deserialize;
 use toml::Spanned;
 
 use crate::error::{KeyIndex, PolicyError};
-use crate::units::Time;
+use crate::units::{Size, Time};
 
 /// Flow-table capacity when neither `max_flows` nor a per-flow leaf says less.
 pub const DEFAULT_MAX_FLOWS: u32 = 65_536;
@@ -55,6 +77,138 @@ pub(crate) struct ClassifyFile {
     malformed: MalformedAction,
     #[serde(default, rename = "rule")]
     rules: Vec<RuleSpec>,
+    #[serde(default)]
+    rank: RankFile,
+    #[serde(default)]
+    remaining: RemainingFile,
+    thresholds: Option<Spanned<Vec<Size>>>,
+    deadline: Option<DeadlineFile>,
+}
+
+/// `rank = ...`: where a live packet's rank comes from.
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum RankFile {
+    #[default]
+    None,
+    Dscp,
+}
+
+/// `remaining = ...`: where a live packet's remaining size comes from.
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum RemainingFile {
+    #[default]
+    None,
+    Attained,
+    Levels,
+}
+
+/// The `[classify.deadline]` table.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeadlineFile {
+    budget: Option<Time>,
+    udp_offset: Option<Spanned<i64>>,
+    ipv4_option: Option<Spanned<i64>>,
+    unit: Option<Time>,
+    #[serde(default)]
+    leaf: BTreeMap<String, Time>,
+}
+
+/// The rank annotations of the section, checked.
+fn annotate_spec(index: &KeyIndex, f: &ClassifyFile) -> Result<AnnotateSpec, PolicyError> {
+    let rank = match f.rank {
+        RankFile::None => RankFrom::None,
+        RankFile::Dscp => RankFrom::Dscp,
+    };
+    let remaining = match (f.remaining, &f.thresholds) {
+        (RemainingFile::None, None) => RemainingFrom::None,
+        (RemainingFile::Attained, None) => RemainingFrom::Attained,
+        (RemainingFile::Levels, Some(t)) => {
+            let bytes: Vec<u64> = t.get_ref().iter().map(|s| s.get()).collect();
+            if bytes.is_empty() || bytes[0] == 0 || bytes.windows(2).any(|w| w[0] >= w[1]) {
+                return Err(index.at_key(
+                    "classify.thresholds",
+                    "thresholds must be positive sizes in increasing order, e.g. [\"10KB\", \"1MB\"]",
+                ));
+            }
+            RemainingFrom::Levels(bytes)
+        }
+        (RemainingFile::Levels, None) => {
+            return Err(index.at_key(
+                "classify.remaining",
+                "`remaining = \"levels\"` needs `thresholds = [\"10KB\", ...]` (PIAS levels)",
+            ))
+        }
+        (_, Some(_)) => {
+            return Err(index.at_key(
+                "classify.thresholds",
+                "thresholds apply to `remaining = \"levels\"` only",
+            ))
+        }
+    };
+    let deadline = f
+        .deadline
+        .as_ref()
+        .map(|d| deadline_spec(index, d))
+        .transpose()?;
+    Ok(AnnotateSpec {
+        rank,
+        deadline,
+        remaining,
+    })
+}
+
+/// The `[classify.deadline]` table, checked.
+fn deadline_spec(index: &KeyIndex, d: &DeadlineFile) -> Result<DeadlineSpec, PolicyError> {
+    let field = match (&d.udp_offset, &d.ipv4_option) {
+        (Some(_), Some(_)) => {
+            return Err(index.at_key(
+                "classify.deadline",
+                "give the deadline field as `udp_offset` or `ipv4_option`, not both",
+            ))
+        }
+        (Some(o), None) => Some(DeadlineField::UdpPayload {
+            offset: index.int_in(o, "classify.deadline.udp_offset", 0, 65_531, None)? as u16,
+        }),
+        (None, Some(k)) => Some(DeadlineField::Ipv4Option {
+            kind: index.int_in(
+                k,
+                "classify.deadline.ipv4_option",
+                2,
+                255,
+                Some("option type"),
+            )? as u8,
+        }),
+        (None, None) => None,
+    };
+    if field.is_none() && d.budget.is_none() && d.leaf.is_empty() {
+        return Err(index.at_key(
+            "classify.deadline",
+            "a deadline needs a source: a header field (`udp_offset` or `ipv4_option`), a `budget`, or per-leaf budgets under [classify.deadline.leaf]",
+        ));
+    }
+    if field.is_none() && d.unit.is_some() {
+        return Err(index.at_key(
+            "classify.deadline.unit",
+            "`unit` is the unit of a header field: give `udp_offset` or `ipv4_option`",
+        ));
+    }
+    let unit = d.unit.map_or(Duration::from_micros(1), |u| u.duration());
+    if unit.is_zero() {
+        return Err(index.at_key("classify.deadline.unit", "the unit must be positive"));
+    }
+    Ok(DeadlineSpec {
+        field,
+        unit,
+        budget: d.budget.map(|b| b.duration()),
+        class_budgets: d
+            .leaf
+            .iter()
+            .map(|(k, v)| (k.clone(), v.duration()))
+            .collect(),
+    })
 }
 
 /// The flow-table capacity: `max_flows` if given (at most every per-flow leaf's
@@ -146,6 +300,7 @@ pub(crate) fn compile(
     )?;
     let classify = match file {
         Some(f) => ClassifySpec {
+            annotate: annotate_spec(index, &f)?,
             default: f.default.into_inner(),
             flow_table: FlowTableConfig {
                 max_flows: table,
@@ -164,6 +319,7 @@ pub(crate) fn compile(
             },
             malformed: MalformedAction::default(),
             rules: Vec::new(),
+            annotate: AnnotateSpec::default(),
         },
         None => {
             return Err(index.error(0, "classify", format!(
@@ -194,6 +350,19 @@ pub(crate) fn compile(
             ));
         }
     }
+    classify
+        .annotate
+        .compile(classify.flow_table.max_flows, resolve)
+        .map_err(|e| match e {
+            AnnotateError::UnknownLeaf { leaf } => index.at_key(
+                &format!("classify.deadline.leaf.{leaf}"),
+                format!(
+                    "`{leaf}` is not a leaf of the policy{}",
+                    hint_leaf(spec, &leaf)
+                ),
+            ),
+            other => index.at_key("classify", other.to_string()),
+        })?;
     Ok((classify, rules))
 }
 
@@ -228,6 +397,76 @@ mod tests {
         let c = p.classifier().unwrap();
         assert_eq!(c.rules().len(), 3);
         assert_eq!(c.flows().capacity(), 1024);
+    }
+
+    #[test]
+    fn ranks_from_packets() {
+        let p = policy(
+            "default = \"l0\"\nrank = \"dscp\"\nremaining = \"levels\"\nthresholds = [\"10KB\", \"1MB\"]\n[classify.deadline]\nbudget = \"10ms\"\nudp_offset = 4\nunit = \"1us\"\n[classify.deadline.leaf]\nl2 = \"2ms\"",
+        )
+        .unwrap();
+        let a = &p.classify_spec().annotate;
+        assert_eq!(a.rank, RankFrom::Dscp);
+        assert_eq!(a.remaining, RemainingFrom::Levels(vec![10_000, 1_000_000]));
+        let d = a.deadline.as_ref().unwrap();
+        assert_eq!(d.field, Some(DeadlineField::UdpPayload { offset: 4 }));
+        assert_eq!(d.budget, Some(Duration::from_millis(10)));
+        assert_eq!(
+            d.class_budgets,
+            [("l2".to_string(), Duration::from_millis(2))]
+        );
+        let p = policy("default = \"l0\"\nremaining = \"attained\"").unwrap();
+        assert_eq!(
+            p.classify_spec().annotate.remaining,
+            RemainingFrom::Attained
+        );
+        assert!(policy("default = \"l0\"")
+            .unwrap()
+            .classify_spec()
+            .annotate
+            .is_empty());
+    }
+
+    #[test]
+    fn rank_mistakes_name_their_key() {
+        let cases = [
+            ("rank = \"tos\"", "classify.rank"),
+            ("remaining = \"levels\"", "classify.remaining"),
+            ("thresholds = [\"1KB\"]", "classify.thresholds"),
+            (
+                "remaining = \"levels\"\nthresholds = [\"2KB\", \"1KB\"]",
+                "classify.thresholds",
+            ),
+            (
+                "[classify.deadline]\nunit = \"1us\"\nbudget = \"1ms\"",
+                "classify.deadline.unit",
+            ),
+            ("[classify.deadline]", "classify.deadline"),
+            (
+                "[classify.deadline]\nudp_offset = 1\nipv4_option = 30",
+                "classify.deadline",
+            ),
+            (
+                "[classify.deadline]\nipv4_option = 1",
+                "classify.deadline.ipv4_option",
+            ),
+            (
+                "[classify.deadline]\nudp_offset = -1",
+                "classify.deadline.udp_offset",
+            ),
+            (
+                "[classify.deadline.leaf]\nroot = \"1ms\"",
+                "classify.deadline.leaf.root",
+            ),
+        ];
+        for (text, key) in cases {
+            let err = policy(&format!("default = \"l0\"\n{text}")).unwrap_err();
+            assert!(
+                err.key() == Some(key) || err.to_string().contains(key.rsplit('.').next().unwrap()),
+                "{text}: {err}"
+            );
+            assert!(err.line().is_some(), "{text}: {err}");
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use eiffel_classify::MalformedAction;
+use eiffel_classify::{AnnotateSpec, DeadlineField, MalformedAction, RankFrom, RemainingFrom};
 use eiffel_sched::tree::{QueuePlan, Rank, TreeSpec};
 use eiffel_sched::PolicyTree;
 
@@ -85,7 +85,70 @@ pub fn describe(policy: &Policy, tree: &PolicyTree) -> String {
             MalformedAction::Drop => "dropped",
         }
     );
+    write_annotations(&mut out, &cls.annotate);
     out
+}
+
+/// The rank fields live packets get, one line each.
+fn write_annotations(out: &mut String, a: &AnnotateSpec) {
+    if a.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nranks from packets:");
+    if a.rank == RankFrom::Dscp {
+        let _ = writeln!(out, "  rank = 63 - DSCP");
+    }
+    if let Some(d) = &a.deadline {
+        let field = match d.field {
+            Some(DeadlineField::UdpPayload { offset }) => {
+                format!(
+                    "a 32-bit budget at UDP payload offset {offset}, in units of {}",
+                    d.unit
+                )
+            }
+            Some(DeadlineField::Ipv4Option { kind }) => {
+                format!(
+                    "a 32-bit budget in IPv4 option {kind}, in units of {}",
+                    d.unit
+                )
+            }
+            None => "no header field".to_string(),
+        };
+        let mut budgets: Vec<String> = d
+            .class_budgets
+            .iter()
+            .map(|(l, b)| format!("{l} {b}"))
+            .collect();
+        if let Some(b) = d.budget {
+            budgets.push(format!("others {b}"));
+        }
+        let _ = writeln!(
+            out,
+            "  deadline = arrival + {field}; otherwise the class budget ({})",
+            if budgets.is_empty() {
+                "none".to_string()
+            } else {
+                budgets.join(", ")
+            }
+        );
+    }
+    match &a.remaining {
+        RemainingFrom::None => {}
+        RemainingFrom::Attained => {
+            let _ = writeln!(
+                out,
+                "  remaining = bytes the flow has sent (least attained service)"
+            );
+        }
+        RemainingFrom::Levels(t) => {
+            let t: Vec<String> = t.iter().map(|&b| fmt_size(b)).collect();
+            let _ = writeln!(
+                out,
+                "  remaining = thresholds passed by the flow's bytes (PIAS levels at {})",
+                t.join(", ")
+            );
+        }
+    }
 }
 
 fn write_node(

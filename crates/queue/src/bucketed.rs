@@ -58,6 +58,26 @@ impl Granularity {
         }
     }
 
+    /// Buckets in `off` ranks, and whether `off` is a whole number of buckets.
+    #[inline]
+    pub(crate) fn split(self, off: u64) -> (u64, bool) {
+        if self.shift != u32::MAX {
+            (off >> self.shift, off & (self.ranks - 1) == 0)
+        } else {
+            (off / self.ranks, off % self.ranks == 0)
+        }
+    }
+
+    /// Ranks in `buckets` buckets (wrapping: callers use it only where it fits).
+    #[inline]
+    pub(crate) fn ranks_in(self, buckets: u64) -> u64 {
+        if self.shift != u32::MAX {
+            buckets << self.shift
+        } else {
+            buckets.wrapping_mul(self.ranks)
+        }
+    }
+
     /// Ranks per bucket.
     #[inline]
     pub(crate) fn ranks(self) -> u64 {
@@ -278,5 +298,16 @@ mod tests {
         assert!(Granularity::new(0).is_err());
         let g = Granularity::new(1).unwrap();
         assert_eq!(g.buckets_between(0, u64::MAX), u64::MAX);
+        assert_eq!(g.split(5), (5, true));
+        let g = Granularity::new(8).unwrap();
+        assert_eq!(
+            (g.split(17), g.split(16), g.ranks_in(3)),
+            ((2, false), (2, true), 24)
+        );
+        let g = Granularity::new(10).unwrap();
+        assert_eq!(
+            (g.split(25), g.split(30), g.ranks_in(3)),
+            ((2, false), (3, true), 30)
+        );
     }
 }

@@ -1,5 +1,8 @@
-//! Circular bucketed queues over a moving range: `cffs` (Eiffel, NSDI'19, section
-//! 3.1.1, Fig. 4) and its approximate-gradient counterpart.
+//! Circular bucketed queues over a moving range, for any [`BucketIndex`]: the
+//! approximate gradient queue's circular form. `cffs` (Eiffel, NSDI'19, section
+//! 3.1.1, Fig. 4) follows the same rules on one ring of buckets and its own slab
+//! ([`Cffs`](crate::Cffs)); this generic form keeps one index per half, since an
+//! approximate index estimates within a fixed range.
 //!
 //! Two fixed-range halves of `N` buckets each cover consecutive ranges: the
 //! *primary* covers `[base, base + N g)` and the *secondary* the next `N g` ranks
@@ -56,8 +59,7 @@ use crate::store::{BucketStore, NIL};
 
 /// A circular queue of two halves indexed by `I`.
 ///
-/// Use the aliases [`Cffs`](crate::Cffs) and
-/// [`CircularApproxGradient`](crate::CircularApproxGradient).
+/// Use the alias [`CircularApproxGradient`](crate::CircularApproxGradient).
 #[derive(Clone, Debug)]
 pub struct Circular<T, I> {
     /// Lists `0..N` are half 0, `N..2N` half 1, list `2N` the served-first list.

@@ -112,10 +112,31 @@ impl HierBitmap {
     /// Sets position `pos` (`pos < len`).
     #[inline(always)]
     pub fn set(&mut self, pos: usize) {
-        debug_assert!(pos < self.len, "set({pos}) beyond {} positions", self.len);
         self.hint = self.hint.min(pos);
-        let mut pos = pos;
-        for level in 0..self.depth {
+        self.mark(pos);
+    }
+
+    /// [`set`](Self::set) without lowering the hint of
+    /// [`first_from_hint`](Self::first_from_hint), for owners that keep their own.
+    #[inline(always)]
+    pub(crate) fn mark(&mut self, pos: usize) {
+        debug_assert!(pos < self.len, "set({pos}) beyond {} positions", self.len);
+        let (w, b) = split(pos);
+        let word = &mut self.words[w];
+        let was = *word;
+        *word = was | 1 << b;
+        if was == 0 {
+            self.mark_above(w);
+        }
+    }
+
+    /// The levels above 0, if any, after level-0 word `w` became non-zero: rare, so
+    /// kept out of line to keep the inlined `set` small.
+    #[cold]
+    #[inline(never)]
+    fn mark_above(&mut self, w: usize) {
+        let mut pos = w;
+        for level in 1..self.depth {
             let (w, b) = split(pos);
             let word = &mut self.words[self.offsets[level] + w];
             let was = *word;
@@ -131,8 +152,20 @@ impl HierBitmap {
     #[inline(always)]
     pub fn clear(&mut self, pos: usize) {
         debug_assert!(pos < self.len, "clear({pos}) beyond {} positions", self.len);
-        let mut pos = pos;
-        for level in 0..self.depth {
+        let (w, b) = split(pos);
+        let word = &mut self.words[w];
+        *word &= !(1 << b);
+        if *word == 0 {
+            self.clear_above(w);
+        }
+    }
+
+    /// The levels above 0, if any, after level-0 word `w` became zero.
+    #[cold]
+    #[inline(never)]
+    fn clear_above(&mut self, w: usize) {
+        let mut pos = w;
+        for level in 1..self.depth {
             let (w, b) = split(pos);
             let word = &mut self.words[self.offsets[level] + w];
             *word &= !(1 << b);
@@ -203,6 +236,15 @@ impl HierBitmap {
         );
         self.hint = found;
         Some(found)
+    }
+
+    /// The lowest set position at or after `pos` within `pos`'s level-0 word (one
+    /// load), if any: where a search that starts at `pos` usually ends.
+    #[must_use]
+    #[inline(always)]
+    pub fn first_in_word_from(&self, pos: usize) -> Option<usize> {
+        let (w, b) = split(pos);
+        first_set(mask_from(self.words[w], b)).map(|bit| w * WORD_BITS + bit)
     }
 
     /// The lowest set position after `pos` within `pos`'s level-0 word (one load):
@@ -396,6 +438,11 @@ mod tests {
                     .next()
                     .filter(|&&p| p / 64 == probe / 64);
                 assert_eq!(bm.next_in_word(probe), in_word.copied());
+                let from_word = model
+                    .range(probe..)
+                    .next()
+                    .filter(|&&p| p / 64 == probe / 64);
+                assert_eq!(bm.first_in_word_from(probe), from_word.copied());
             }
             if probe < 5000 {
                 assert_eq!(

@@ -63,12 +63,14 @@ mod binary_heap;
 mod bits;
 mod bucketed;
 mod calendar;
+mod cffs;
 mod circular;
 mod gradient;
 mod hbitmap;
 mod index;
 mod prefetch;
 mod reference;
+mod slab;
 mod store;
 mod timing_wheel;
 
@@ -81,6 +83,7 @@ pub use approx::{ApproxIndex, MAX_APPROX_BUCKETS};
 pub use binary_heap::BinaryHeapQueue;
 pub use bucketed::Bucketed;
 pub use calendar::{Calendar, CalendarConfig, CalendarStats, Rotation, MAX_CALENDAR_LEVELS};
+pub use cffs::Cffs;
 pub use circular::Circular;
 pub use gradient::{GradientIndex, MAX_GRADIENT_BUCKETS};
 pub use hbitmap::HierBitmap;
@@ -94,9 +97,6 @@ pub type Ffs<T> = Bucketed<T, WordIndex>;
 
 /// `hffs`: hierarchical FFS over a fixed range of buckets (Eiffel Fig. 3).
 pub type Hffs<T> = Bucketed<T, HierBitmap>;
-
-/// `cffs`: circular hierarchical FFS over a moving range (Eiffel Fig. 4).
-pub type Cffs<T> = Circular<T, HierBitmap>;
 
 /// `gradient`: the exact hierarchical gradient queue (Eiffel section 3.1.2).
 pub type Gradient<T> = Bucketed<T, GradientIndex>;

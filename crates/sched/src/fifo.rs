@@ -29,6 +29,8 @@ impl Fifo {
 }
 
 impl Scheduler for Fifo {
+    // NB: always inlined, as `PerFlow`'s (see there).
+    #[inline(always)]
     fn enqueue(&mut self, pkt: Packet, _now: Nanos) -> Result<(), Dropped> {
         self.counters.on_enqueue(pkt.len);
         self.pool
@@ -36,6 +38,7 @@ impl Scheduler for Fifo {
             .map_err(|pkt| self.counters.drop_packet(pkt, DropReason::QueueFull))
     }
 
+    #[inline(always)]
     fn dequeue(&mut self, _now: Nanos) -> Option<Packet> {
         let pkt = self.pool.pop_front(&mut self.queue)?;
         self.counters.on_dequeue(pkt.len);

@@ -192,9 +192,19 @@ impl PacketPool {
     #[inline]
     pub fn pop_front_next(&mut self, fifo: &mut Fifo) -> Option<(Packet, Option<u32>)> {
         let idx = fifo.head;
-        let next_len = self.slots.get(idx as usize)?.next_len;
-        let pkt = self.pop_front(fifo)?;
-        Some((pkt, (!fifo.is_empty()).then_some(next_len)))
+        let slot = self.slots.get_mut(idx as usize)?;
+        let (pkt, next, next_len) = (slot.pkt, slot.next, slot.next_len);
+        slot.next = self.free;
+        self.free = idx;
+        self.len -= 1;
+        fifo.head = next;
+        fifo.packets -= 1;
+        fifo.bytes -= u64::from(pkt.len);
+        if next == NIL {
+            fifo.tail = NIL;
+            return Some((pkt, None));
+        }
+        Some((pkt, Some(next_len)))
     }
 
     /// The head of `fifo`, without removing it.

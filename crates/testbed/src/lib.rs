@@ -17,8 +17,10 @@
 //!
 //! Offloads are turned off on all four interfaces (`ethtool -K tx off tso off gso
 //! off gro off`): senders compute checksums and segment in software, so every frame
-//! on the wire is a real, MTU-sized frame with a complete checksum, which is what a
-//! packet-socket forwarder must see (see [`eiffel_net::afpacket`]).
+//! on the wire is a real, MTU-sized frame with a complete checksum.
+//! [`Testbed::with_offloads`] with [`Offloads::ChecksumOn`] leaves transmit checksum
+//! offload on, so frames cross with their checksum unfinished and the bump must
+//! complete them (see [`eiffel_net::afpacket`]).
 //!
 //! Cleanup always happens: dropping the [`Testbed`] kills every process left in its
 //! namespaces and deletes them (which deletes the veths). [`Testbed::new`] first
@@ -546,6 +548,22 @@ pub struct Testbed {
     /// Namespaces created so far, in `Role::index` order (empty strings for ones not
     /// yet created).
     names: [String; 3],
+    offloads: Offloads,
+    /// Transmit and receive queues of each veth.
+    queues: u16,
+}
+
+/// Offload settings of the test bed's interfaces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Offloads {
+    /// Transmit checksum, TSO, GSO and GRO off: every frame complete and
+    /// MTU-sized.
+    AllOff,
+    /// TSO, GSO and GRO off, transmit checksum offload left on (the veth
+    /// default): TCP and UDP frames cross with their checksum unfinished
+    /// (`CHECKSUM_PARTIAL`), as on a host set up by `ethtool -K DEV gro off gso off
+    /// tso off` alone.
+    ChecksumOn,
 }
 
 impl Testbed {
@@ -556,6 +574,33 @@ impl Testbed {
     /// # Errors
     /// A bad prefix, or a setup command that failed (what was created is removed).
     pub fn new(prefix: &str) -> Result<Testbed, TestbedError> {
+        Testbed::with_offloads(prefix, Offloads::AllOff)
+    }
+
+    /// As [`Testbed::new`], with the given offload settings on the four
+    /// interfaces.
+    ///
+    /// # Errors
+    /// As for [`Testbed::new`].
+    pub fn with_offloads(prefix: &str, offloads: Offloads) -> Result<Testbed, TestbedError> {
+        Testbed::with_setup(prefix, offloads, 1)
+    }
+
+    /// As [`Testbed::new`], with veth pairs of `queues` transmit and receive
+    /// queues each (1 to 16).
+    ///
+    /// # Errors
+    /// As for [`Testbed::new`], and a queue count out of range.
+    pub fn with_queues(prefix: &str, queues: u16) -> Result<Testbed, TestbedError> {
+        if !(1..=16).contains(&queues) {
+            return Err(TestbedError::Invalid(format!(
+                "{queues} veth queues: use 1 to 16"
+            )));
+        }
+        Testbed::with_setup(prefix, Offloads::AllOff, queues)
+    }
+
+    fn with_setup(prefix: &str, offloads: Offloads, queues: u16) -> Result<Testbed, TestbedError> {
         if prefix.is_empty()
             || prefix.len() > 24
             || !prefix
@@ -575,6 +620,8 @@ impl Testbed {
         let mut bed = Testbed {
             id,
             names: Default::default(),
+            offloads,
+            queues,
         };
         bed.build()?;
         Ok(bed)
@@ -592,30 +639,37 @@ impl Testbed {
             self.names[1].clone(),
             self.names[2].clone(),
         );
-        run_ok(
-            ip(&[
-                "-n", &s, "link", "add", SENDER_IF, "type", "veth", "peer", "name", MIDDLE_IN,
-                "netns", &m,
-            ]),
-            SETUP_TIMEOUT,
-        )?;
-        run_ok(
-            ip(&[
-                "-n",
-                &m,
-                "link",
-                "add",
-                MIDDLE_OUT,
-                "type",
-                "veth",
-                "peer",
-                "name",
-                RECEIVER_IF,
-                "netns",
-                &r,
-            ]),
-            SETUP_TIMEOUT,
-        )?;
+        let q = self.queues.to_string();
+        for (ns, a, b, peer_ns) in [
+            (&s, SENDER_IF, MIDDLE_IN, &m),
+            (&m, MIDDLE_OUT, RECEIVER_IF, &r),
+        ] {
+            run_ok(
+                ip(&[
+                    "-n",
+                    ns,
+                    "link",
+                    "add",
+                    a,
+                    "numtxqueues",
+                    &q,
+                    "numrxqueues",
+                    &q,
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    b,
+                    "numtxqueues",
+                    &q,
+                    "numrxqueues",
+                    &q,
+                    "netns",
+                    peer_ns,
+                ]),
+                SETUP_TIMEOUT,
+            )?;
+        }
         for dev in [MIDDLE_IN, MIDDLE_OUT] {
             self.ip(
                 Role::Middle,
@@ -626,7 +680,20 @@ impl Testbed {
             self.run_ok(
                 role,
                 &[
-                    "ethtool", "-K", dev, "tx", "off", "tso", "off", "gso", "off", "gro", "off",
+                    "ethtool",
+                    "-K",
+                    dev,
+                    "tx",
+                    match self.offloads {
+                        Offloads::AllOff => "off",
+                        Offloads::ChecksumOn => "on",
+                    },
+                    "tso",
+                    "off",
+                    "gso",
+                    "off",
+                    "gro",
+                    "off",
                 ],
                 SETUP_TIMEOUT,
             )?;

@@ -24,6 +24,11 @@ use eiffel_queue::PriorityQueue;
 use radix_heap::RadixHeapMap;
 
 /// Insert and pop-min: what the queue workloads drive.
+///
+/// Every implementation here is `#[inline(always)]`: a thin wrapper that would
+/// otherwise stay a call in the workload's loop for some queues and not others,
+/// depending on the size of what it wraps. What each wraps is left to the
+/// compiler.
 pub trait MinQueue {
     /// Inserts `item` with `rank`. The workloads size every queue for their
     /// largest backlog, so an insert cannot fail.
@@ -51,12 +56,12 @@ impl StdHeap {
 }
 
 impl MinQueue for StdHeap {
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, rank: u64, item: u32) {
         self.seq = self.seq.wrapping_add(1);
         self.heap.push(Reverse((rank, self.seq, item)));
     }
-    #[inline]
+    #[inline(always)]
     fn pop(&mut self) -> Option<(u64, u32)> {
         self.heap.pop().map(|Reverse((r, _, v))| (r, v))
     }
@@ -77,11 +82,11 @@ impl RadixHeap {
 }
 
 impl MinQueue for RadixHeap {
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, rank: u64, item: u32) {
         self.0.push(Reverse(rank), item);
     }
-    #[inline]
+    #[inline(always)]
     fn pop(&mut self) -> Option<(u64, u32)> {
         let popped = self.0.pop();
         if popped.is_none() {
@@ -101,12 +106,12 @@ pub struct BTree {
 }
 
 impl MinQueue for BTree {
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, rank: u64, item: u32) {
         self.seq = self.seq.wrapping_add(1);
         self.map.insert((rank, self.seq), item);
     }
-    #[inline]
+    #[inline(always)]
     fn pop(&mut self) -> Option<(u64, u32)> {
         self.map.pop_first().map(|((r, _), v)| (r, v))
     }
@@ -117,13 +122,13 @@ impl MinQueue for BTree {
 pub struct Eiffel<Q>(pub Q);
 
 impl<Q: PriorityQueue<u32>> MinQueue for Eiffel<Q> {
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, rank: u64, item: u32) {
         if self.0.insert(rank, item).is_err() {
             unreachable!("the workloads size every queue for their largest backlog");
         }
     }
-    #[inline]
+    #[inline(always)]
     fn pop(&mut self) -> Option<(u64, u32)> {
         self.0.pop_min()
     }

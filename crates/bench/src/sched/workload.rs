@@ -139,7 +139,9 @@ impl Generator {
     }
 }
 
-/// What the controller drives: a scheduler, or the NONE ring.
+/// What the controller drives: a scheduler, or the NONE ring. The wrappers are
+/// `#[inline(always)]`, so that whether a scheduler's own entry points are
+/// inlined is up to the scheduler.
 pub trait Target {
     /// Offers a packet (a drop is counted by the scheduler and ignored here).
     fn push(&mut self, pkt: Packet);
@@ -164,11 +166,11 @@ impl Ring {
 }
 
 impl Target for Ring {
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, pkt: Packet) {
         self.0.push_back(pkt);
     }
-    #[inline]
+    #[inline(always)]
     fn pop(&mut self) -> Option<Packet> {
         self.0.pop_front()
     }
@@ -179,13 +181,13 @@ impl Target for Ring {
 pub struct Sched<S>(pub S);
 
 impl<S: Scheduler> Target for Sched<S> {
-    #[inline]
+    #[inline(always)]
     fn push(&mut self, pkt: Packet) {
         if let Err(d) = self.0.enqueue(pkt, 0) {
             black_box(d.packet);
         }
     }
-    #[inline]
+    #[inline(always)]
     fn pop(&mut self) -> Option<Packet> {
         self.0.dequeue(0)
     }

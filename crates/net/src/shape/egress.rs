@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use eiffel_pspat::Transmit;
 use eiffel_sched::{Nanos, Packet};
 
+use super::ingress::untag;
 use super::latency::LatencyHistograms;
 use super::stats::{put, EgressStats, ReverseStats};
 use super::waker::Waker;
@@ -72,7 +73,8 @@ fn wait_for_room(tx: &mut TxRing, poll: &mut PollSet, limit: Duration) -> bool {
 /// frames' slots.
 pub(crate) struct TxSink {
     pub(crate) tx: TxRing,
-    pub(crate) drainer: Drainer,
+    /// One per receive queue's frame pool.
+    pub(crate) drainers: Vec<Drainer>,
     pub(crate) counters: Arc<EgressCounters>,
     pub(crate) poll: PollSet,
     /// Longest wait for a transmit slot before a frame is dropped.
@@ -85,10 +87,10 @@ pub(crate) struct TxSink {
 }
 
 impl TxSink {
-    pub(crate) fn new(tx: TxRing, drainer: Drainer, wait: Duration) -> TxSink {
+    pub(crate) fn new(tx: TxRing, drainers: Vec<Drainer>, wait: Duration) -> TxSink {
         TxSink {
             tx,
-            drainer,
+            drainers,
             counters: Arc::default(),
             poll: PollSet::with_capacity(1),
             wait,
@@ -103,12 +105,13 @@ impl TxSink {
     fn send_one(&mut self, pkt: &Packet) {
         let TxSink {
             tx,
-            drainer,
+            drainers,
             poll,
             wait,
             ..
         } = self;
-        let Ok(frame) = drainer.take(pkt.buffer) else {
+        let (queue, slot) = untag(pkt.buffer);
+        let Some(Ok(frame)) = drainers.get_mut(queue).map(|d| d.take(slot)) else {
             self.bad_descriptor += 1;
             return;
         };
@@ -170,6 +173,8 @@ pub(crate) struct ReverseCounters {
     too_large: AtomicU64,
     ring_full: AtomicU64,
     kernel_drops: AtomicU64,
+    checksum_completed: AtomicU64,
+    checksum_left: AtomicU64,
 }
 
 impl ReverseCounters {
@@ -185,6 +190,8 @@ impl ReverseCounters {
             bytes: get(&self.bytes),
             drops,
             kernel_drops: get(&self.kernel_drops),
+            checksum_completed: get(&self.checksum_completed),
+            checksum_left: get(&self.checksum_left),
         }
     }
 }
@@ -241,6 +248,9 @@ impl Reverse {
             set(&c.truncated, truncated);
             set(&c.too_large, too_large);
             set(&c.ring_full, ring_full);
+            let tx_stats = self.tx.stats();
+            set(&c.checksum_completed, tx_stats.checksum_completed);
+            set(&c.checksum_left, tx_stats.checksum_left);
             if n > 0 {
                 continue;
             }

@@ -21,7 +21,7 @@ use eiffel_sched::Packet;
 
 use super::stats::{put, ClassifierStats, IngressStats};
 use super::waker::Waker;
-use crate::afpacket::{Interest, PollSet, RxRing};
+use crate::afpacket::{ChecksumFix, Interest, PollSet, RxRing};
 use crate::frames::Filler;
 
 /// Why a frame was dropped before the scheduler.
@@ -54,6 +54,8 @@ pub(crate) struct IngressCounters {
     drops: [AtomicU64; REASONS.len()],
     kernel_drops: AtomicU64,
     checksum_pending: AtomicU64,
+    checksum_completed: AtomicU64,
+    checksum_left: AtomicU64,
     flows: AtomicU64,
     flow_capacity: AtomicU64,
     flows_created: AtomicU64,
@@ -76,6 +78,9 @@ impl IngressCounters {
             drops,
             kernel_drops: get(&self.kernel_drops),
             checksum_pending: get(&self.checksum_pending),
+            checksum_completed: get(&self.checksum_completed),
+            checksum_left: get(&self.checksum_left),
+            per_queue: Vec::new(),
         }
     }
 
@@ -140,6 +145,31 @@ pub(crate) struct Ingress {
     pub(crate) stop: Arc<AtomicBool>,
     pub(crate) waker: UnixStream,
     pub(crate) batch: usize,
+    /// The receive queue this thread serves: the high bits of its descriptors'
+    /// buffer ids (see [`tag`]).
+    pub(crate) queue: u32,
+}
+
+/// Bits of a descriptor's buffer id that hold the slot in its queue's frame pool;
+/// the bits above hold the queue.
+pub(crate) const QUEUE_SHIFT: u32 = 24;
+
+// Every pool slot index fits below the queue bits.
+const _: () = assert!(crate::frames::MAX_SLOTS <= 1 << QUEUE_SHIFT);
+
+/// The buffer id of slot `slot` of queue `queue`'s frame pool.
+#[inline]
+pub(crate) fn tag(queue: u32, slot: u32) -> u32 {
+    (queue << QUEUE_SHIFT) | slot
+}
+
+/// The queue and slot a buffer id names.
+#[inline]
+pub(crate) fn untag(buffer: u32) -> (usize, u32) {
+    (
+        (buffer >> QUEUE_SHIFT) as usize,
+        buffer & ((1 << QUEUE_SHIFT) - 1),
+    )
 }
 
 /// What the receive thread hands back when it ends.
@@ -156,6 +186,8 @@ struct Tally {
     received: u64,
     bytes: u64,
     to_scheduler: u64,
+    checksum_completed: u64,
+    checksum_left: u64,
     /// Drops by [`Reason`].
     drops: [u64; REASONS.len()],
 }
@@ -202,6 +234,7 @@ impl Ingress {
     #[inline]
     fn receive(&mut self, now: u64, tally: &mut Tally) -> usize {
         let batch = self.batch;
+        let queue = self.queue;
         let Ingress {
             rx,
             classifier,
@@ -218,16 +251,27 @@ impl Ingress {
             let Some(mut slot) = filler.alloc() else {
                 return tally.drop(Reason::PoolFull);
             };
-            let Some(len) = slot.write(|buf| frame.copy_to(buf)) else {
+            let mut fix = ChecksumFix::Ready;
+            let written = slot.write(|buf| {
+                let copied = frame.copy_to(buf)?;
+                fix = copied.checksum;
+                Some(copied.len)
+            });
+            let Some(len) = written else {
                 return tally.drop(Reason::Oversize);
             };
+            match fix {
+                ChecksumFix::Ready => {}
+                ChecksumFix::Completed => tally.checksum_completed += 1,
+                ChecksumFix::Left(_) => tally.checksum_left += 1,
+            }
             let classified = slot.read(|bytes| classifier.classify(bytes, now));
             let Ok(pkt) = classified else {
                 return tally.drop(Reason::Malformed);
             };
             debug_assert_eq!(pkt.len as usize, len);
             let id = slot.publish();
-            send(client, filler, pkt.buffer(id), tally);
+            send(client, filler, pkt.buffer(tag(queue, id)), id, tally);
         })
     }
 
@@ -282,14 +326,15 @@ impl Ingress {
             );
         }
         set(&c.checksum_pending, self.rx.counters().checksum_pending);
+        set(&c.checksum_completed, tally.checksum_completed);
+        set(&c.checksum_left, tally.checksum_left);
     }
 }
 
-/// Hands descriptor `pkt` (in slot `pkt.buffer`) to the arbiter; a full or
-/// closed mailbox drops it and frees its slot.
+/// Hands descriptor `pkt` (in slot `id` of this queue's pool) to the arbiter; a
+/// full or closed mailbox drops it and frees its slot.
 #[inline]
-fn send(client: &mut Client, filler: &mut Filler, mut pkt: Packet, tally: &mut Tally) {
-    let id = pkt.buffer;
+fn send(client: &mut Client, filler: &mut Filler, mut pkt: Packet, id: u32, tally: &mut Tally) {
     loop {
         match client.send(pkt) {
             Ok(()) => {
@@ -322,4 +367,17 @@ fn carry(mut c: Carried, old: &Classifier) -> Carried {
         c.malformed[m as usize] += old.counters().malformed.get(m);
     }
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffer_ids_carry_queue_and_slot() {
+        let max_slot = crate::frames::MAX_SLOTS - 1;
+        for (q, slot) in [(0, 0), (0, max_slot), (15, 7), (255, max_slot)] {
+            assert_eq!(untag(tag(q, slot)), (q as usize, slot));
+        }
+    }
 }

@@ -16,7 +16,11 @@
 //!
 //! - The receive thread owns the input's TPACKET_V3 ring, the classifier and the
 //!   frame pool's filler; it copies each frame once into a slot and sends its
-//!   descriptor to its PSPAT client mailbox (the `ingress` module).
+//!   descriptor to its PSPAT client mailbox (the `ingress` module). With
+//!   [`ShapeConfig::queues`] > 1 there is one such thread per receive queue: its
+//!   ring in a `PACKET_FANOUT` group (flows spread by hash), its own frame pool
+//!   (the queue is the high byte of a descriptor's buffer id), its own share of
+//!   the flow table (a range of flow ids) and its own mailbox.
 //! - The PSPAT arbiter runs the policy tree ([`live::LiveTree`]) and releases
 //!   descriptors at the emulated link rate to one dispatcher thread, which
 //!   transmits the frames on the output's TX ring and frees the slots
@@ -148,6 +152,11 @@ pub struct ShapeConfig {
     /// the frames to a dispatcher thread: one thread and one hand-over fewer, for
     /// machines with few cores, at the cost of system calls in the arbiter's loop.
     pub inline_dispatch: bool,
+    /// Receive queues on the input: this many receive rings in one
+    /// `PACKET_FANOUT` group (the kernel spreads flows over them by hash), each
+    /// read by its own receive thread with its own classifier (a share of the
+    /// flow table), frame pool and PSPAT mailbox. 1 to [`MAX_QUEUES`].
+    pub queues: usize,
     /// Real-time FIFO priority (1..=99) for every thread of the data path
     /// (receive, arbiter, dispatcher, reverse), or `None` for the ordinary class.
     /// With it, other processes on the machine cannot delay the scheduler's
@@ -177,6 +186,7 @@ impl ShapeConfig {
             tx_wait: Duration::from_millis(100),
             arbiter_cpu: None,
             inline_dispatch: false,
+            queues: 1,
             realtime: None,
         }
     }
@@ -290,23 +300,24 @@ struct Side {
     started: Instant,
     policy: Mutex<PolicyState>,
     rates: Mutex<Rates>,
-    ingress: Option<JoinHandle<ingress::IngressEnd>>,
-    ingress_stop: Arc<AtomicBool>,
-    ingress_waker: Waker,
-    ingress_counters: Arc<IngressCounters>,
-    next_classifier: Arc<ClassifierSlot>,
+    /// One per receive queue.
+    queues: Vec<IngressThread>,
     reverse: Option<JoinHandle<()>>,
     reverse_stop: Arc<AtomicBool>,
     reverse_waker: Waker,
     reverse_counters: Arc<ReverseCounters>,
     egress_counters: Arc<EgressCounters>,
-    pool: PoolWatch,
+    /// One per receive queue.
+    pools: Vec<PoolWatch>,
     /// Descriptors the drop hook could not free (not queued: a bug if ever > 0).
     hook_bad: Arc<AtomicU64>,
 }
 
 /// Most descriptors the PSPAT client mailbox may hold (the runtime's limit).
 const MAX_MAILBOX: usize = 1 << 16;
+
+/// Most receive queues (`ShapeConfig::queues`).
+pub const MAX_QUEUES: usize = 16;
 
 /// Packets the TX mailbox between arbiter and dispatcher holds.
 const TX_MAILBOX: usize = 1024;
@@ -336,11 +347,14 @@ pub struct LivePolicy<'a> {
     pub classify: &'a ClassifySpec,
 }
 
-/// Builds the tree and classifier of `policy` against `registry`.
+/// Builds the tree of `policy` against `registry`, and one classifier per
+/// receive queue, each with an equal share of the flow table and its own range
+/// of flow ids.
 fn compile(
     policy: LivePolicy<'_>,
     registry: &mut Registry,
-) -> Result<(LiveTree, Classifier), ShapeError> {
+    queues: usize,
+) -> Result<(LiveTree, Vec<Classifier>), ShapeError> {
     let fail = |source: PolicyProblem| ShapeError::Policy {
         name: policy.name.to_owned(),
         source,
@@ -349,13 +363,20 @@ fn compile(
     let mut tree = policy.tree.clone();
     tree.mtu = tree.mtu.saturating_add(FRAME_OVERHEAD);
     let live = LiveTree::new(tree, &classify.default, registry).map_err(|e| fail(e.into()))?;
-    let classifier = classify
-        .classifier(|name| {
-            live.tree().leaf(name)?;
-            registry.id(name).ok()
-        })
-        .map_err(|e| fail(e.into()))?;
-    Ok((live, classifier))
+    let mut share = classify.clone();
+    let per_queue = (classify.flow_table.max_flows / queues as u32).max(1);
+    share.flow_table.max_flows = per_queue;
+    let mut classifiers = Vec::with_capacity(queues);
+    for q in 0..queues as u32 {
+        let c = share
+            .classifier(|name| {
+                live.tree().leaf(name)?;
+                registry.id(name).ok()
+            })
+            .map_err(|e| fail(e.into()))?;
+        classifiers.push(c.with_flow_base(q * per_queue));
+    }
+    Ok((live, classifiers))
 }
 
 /// The configuration checks that need no interface.
@@ -364,6 +385,14 @@ fn check(cfg: &ShapeConfig) -> Result<(), ShapeError> {
         return Err(ShapeError::SameInterface {
             name: cfg.input.clone(),
         });
+    }
+    if !(1..=MAX_QUEUES).contains(&cfg.queues) {
+        let e = ConfigError::OutOfRange {
+            what: "receive queues",
+            value: cfg.queues as u64,
+            range: "1..=16",
+        };
+        return Err(e.into());
     }
     if cfg.batch == 0 {
         let range = "1..";
@@ -390,12 +419,15 @@ fn sizes(capacity: u32, batch: usize) -> (usize, u32) {
 }
 
 /// The runtime's drop hook, which frees the slots of the packets the scheduler
-/// drops, and the count of descriptors it could not free.
-fn drop_hook(mut drainer: Drainer) -> (eiffel_pspat::runtime::DropHook, Arc<AtomicU64>) {
+/// drops (one drainer per receive queue's pool), and the count of descriptors it
+/// could not free.
+fn drop_hook(mut drainers: Vec<Drainer>) -> (eiffel_pspat::runtime::DropHook, Arc<AtomicU64>) {
     let bad = Arc::new(AtomicU64::new(0));
     let count = Arc::clone(&bad);
     let hook = Box::new(move |pkt: Packet, _reason: DropReason| {
-        if drainer.free(pkt.buffer).is_err() {
+        let (queue, slot) = ingress::untag(pkt.buffer);
+        let freed = drainers.get_mut(queue).map(|d| d.free(slot));
+        if !matches!(freed, Some(Ok(_))) {
             count.fetch_add(1, Ordering::Relaxed);
         }
     });
@@ -417,7 +449,7 @@ fn runtime_config(cfg: &ShapeConfig, link_rate_bps: u64, mailbox: usize) -> Conf
         link_rate_bps,
         idle_spin: cfg.idle_spin,
         mailbox_capacity: mailbox,
-        max_clients: 1,
+        max_clients: cfg.queues,
         tx_capacity: TX_MAILBOX,
         arbiter_cpu: cfg.arbiter_cpu,
         arbiter_realtime: cfg.realtime,
@@ -450,9 +482,10 @@ fn waker_pair() -> Result<(Waker, std::os::unix::net::UnixStream), ShapeError> {
     })
 }
 
-/// The receive thread and what the control side keeps of it.
+/// A receive thread and what the control side keeps of it.
+#[derive(Debug)]
 struct IngressThread {
-    handle: JoinHandle<ingress::IngressEnd>,
+    handle: Option<JoinHandle<ingress::IngressEnd>>,
     stop: Arc<AtomicBool>,
     waker: Waker,
     counters: Arc<IngressCounters>,
@@ -462,6 +495,7 @@ struct IngressThread {
 impl IngressThread {
     fn start(
         cfg: &ShapeConfig,
+        queue: u32,
         rx: RxRing,
         classifier: Classifier,
         filler: Filler,
@@ -481,17 +515,35 @@ impl IngressThread {
             stop: Arc::clone(&stop),
             waker: wake_rx,
             batch: cfg.batch,
+            queue,
         };
         let what = "starting the receive thread";
         let handle = spawn("eiffel-rx", what, cfg.realtime, move || ingress.run())?;
         Ok(IngressThread {
-            handle,
+            handle: Some(handle),
             stop,
             waker,
             counters,
             next_classifier,
         })
     }
+}
+
+/// Opens the input's receive rings: one, or `cfg.queues` in a `PACKET_FANOUT`
+/// group of this process's own.
+fn open_queues(cfg: &ShapeConfig) -> Result<Vec<RxRing>, ShapeError> {
+    if cfg.queues == 1 {
+        return Ok(vec![RxRing::open(&cfg.input, &cfg.rx)?]);
+    }
+    // Fanout group ids are per network namespace: one derived from the process
+    // id does not meet another bump's.
+    let rx = RxConfig {
+        fanout: Some(std::process::id() as u16),
+        ..cfg.rx
+    };
+    (0..cfg.queues)
+        .map(|_| RxRing::open(&cfg.input, &rx).map_err(ShapeError::from))
+        .collect()
 }
 
 /// The reverse thread and what the control side keeps of it.
@@ -537,20 +589,26 @@ impl Bump {
     pub fn start(cfg: &ShapeConfig, policy: LivePolicy<'_>) -> Result<Bump, ShapeError> {
         check(cfg)?;
         // Interfaces first: the errors an operator most likely meets.
-        let in_rx = RxRing::open(&cfg.input, &cfg.rx)?;
+        let in_rx = open_queues(cfg)?;
         let out_tx = TxRing::open(&cfg.output, &cfg.tx)?;
         let out_rx = RxRing::open(&cfg.output, &cfg.rx)?;
         let in_tx = TxRing::open(&cfg.input, &cfg.tx)?;
 
         let mut registry = Registry::default();
-        let (live, classifier) = compile(policy, &mut registry)?;
+        let (live, classifiers) = compile(policy, &mut registry, cfg.queues)?;
         let nodes = node_info(live.tree());
         let link_rate_bps = cfg.link_rate.for_policy(policy.tree);
         let (mailbox, pool_slots) = sizes(policy.tree.capacity, cfg.batch);
-        let (filler, mut drainers) = frame_pool(pool_slots, cfg.slot_size, 2)?;
-        let pool = filler.watch();
-        let (on_drop, hook_bad) = drop_hook(drainers.pop().expect("two drainers"));
-        let sink = TxSink::new(out_tx, drainers.pop().expect("two drainers"), cfg.tx_wait);
+        let (mut fillers, mut to_sink, mut to_hook) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..cfg.queues {
+            let (filler, mut drainers) = frame_pool(pool_slots, cfg.slot_size, 2)?;
+            to_hook.push(drainers.pop().expect("two drainers"));
+            to_sink.push(drainers.pop().expect("two drainers"));
+            fillers.push(filler);
+        }
+        let pools = fillers.iter().map(Filler::watch).collect();
+        let (on_drop, hook_bad) = drop_hook(to_hook);
+        let sink = TxSink::new(out_tx, to_sink, cfg.tx_wait);
         let egress_counters = Arc::clone(&sink.counters);
         if let Some(priority) = cfg.realtime {
             probe_realtime(priority)?;
@@ -562,8 +620,14 @@ impl Bump {
         };
         let rt_cfg = runtime_config(cfg, link_rate_bps, mailbox);
         let rt = Pspat::start_with_drop_hook(rt_cfg, live, dispatch, Some(on_drop))?;
-        let client = rt.client()?;
-        let ingress = IngressThread::start(cfg, in_rx, classifier, filler, client)?;
+        let mut queues = Vec::with_capacity(cfg.queues);
+        let parts = in_rx.into_iter().zip(classifiers).zip(fillers);
+        for (q, ((rx, classifier), filler)) in parts.enumerate() {
+            let client = rt.client()?;
+            queues.push(IngressThread::start(
+                cfg, q as u32, rx, classifier, filler, client,
+            )?);
+        }
         let reverse = ReverseThread::start(cfg, out_rx, in_tx)?;
         let side = Side {
             input: cfg.input.clone(),
@@ -579,17 +643,13 @@ impl Bump {
                 reloads: ReloadStats::default(),
             }),
             rates: Mutex::new(Rates::default()),
-            ingress: Some(ingress.handle),
-            ingress_stop: ingress.stop,
-            ingress_waker: ingress.waker,
-            ingress_counters: ingress.counters,
-            next_classifier: ingress.next_classifier,
+            queues,
             reverse: Some(reverse.handle),
             reverse_stop: reverse.stop,
             reverse_waker: reverse.waker,
             reverse_counters: reverse.counters,
             egress_counters,
-            pool,
+            pools,
             hook_bad,
         };
         Ok(Bump { side, rt })
@@ -642,7 +702,7 @@ impl Bump {
         let side = &self.side;
         let mut state = lock(&side.policy);
         let mut registry = state.registry.clone();
-        let (live, classifier) = match compile(policy, &mut registry) {
+        let (live, classifiers) = match compile(policy, &mut registry, side.queues.len()) {
             Ok(c) => c,
             Err(e) => {
                 state.reloads.refused += 1;
@@ -664,8 +724,10 @@ impl Bump {
             }
             (moved, retired, ctl.link_rate())
         })?;
-        side.next_classifier.post(classifier);
-        side.ingress_waker.wake();
+        for (q, c) in side.queues.iter().zip(classifiers) {
+            q.next_classifier.post(c);
+            q.waker.wake();
+        }
         side.link_rate_bps.store(link_rate_bps, Ordering::Relaxed);
         state.registry = registry;
         state.nodes = nodes;
@@ -709,11 +771,7 @@ impl Bump {
         loop {
             let s = rt.stats();
             let held = s.received.saturating_sub(s.released + s.dropped);
-            let unread = side
-                .ingress_counters
-                .ingress()
-                .to_scheduler
-                .saturating_sub(s.received);
+            let unread = side.ingress_total().to_scheduler.saturating_sub(s.received);
             if (held == 0 && unread == 0) || Instant::now() >= deadline {
                 break;
             }
@@ -721,8 +779,8 @@ impl Bump {
         }
         let report = rt.shutdown(ShutdownMode::Discard);
         side.stop_reverse();
-        if let Some(mut end) = end {
-            end.filler.reclaim();
+        for mut e in end {
+            e.filler.reclaim();
         }
         let sample = sample_tree(report.scheduler.tree());
         side.assemble(&sample, report.stats, Some(&report))
@@ -742,14 +800,36 @@ impl Bump {
 }
 
 impl Side {
-    /// Stops the receive thread (it drops the runtime's client) and returns what it
-    /// hands back.
-    fn stop_ingress(&mut self) -> Option<ingress::IngressEnd> {
-        self.ingress_stop.store(true, Ordering::Release);
-        self.ingress_waker.wake();
-        self.ingress
-            .take()
+    /// Stops the receive threads (each drops its runtime client) and returns what
+    /// they hand back.
+    fn stop_ingress(&mut self) -> Vec<ingress::IngressEnd> {
+        for q in &self.queues {
+            q.stop.store(true, Ordering::Release);
+            q.waker.wake();
+        }
+        self.queues
+            .iter_mut()
+            .filter_map(|q| q.handle.take())
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    }
+
+    /// The receive queues' counters, summed.
+    fn ingress_total(&self) -> stats::IngressStats {
+        let mut total = stats::IngressStats::default();
+        for q in &self.queues {
+            total.add(&q.counters.ingress());
+        }
+        total
+    }
+
+    /// The receive queues' classifier counters, summed.
+    fn classifier_total(&self) -> stats::ClassifierStats {
+        let mut total = stats::ClassifierStats::default();
+        for q in &self.queues {
+            total.add(&q.counters.classifier());
+        }
+        total
     }
 
     fn stop_reverse(&mut self) {
@@ -766,8 +846,10 @@ impl Drop for Side {
     /// runtime, which waits for the receive thread's client).
     fn drop(&mut self) {
         if std::thread::panicking() {
-            self.ingress_stop.store(true, Ordering::Release);
-            self.ingress_waker.wake();
+            for q in &self.queues {
+                q.stop.store(true, Ordering::Release);
+                q.waker.wake();
+            }
             self.reverse_stop.store(true, Ordering::Release);
             self.reverse_waker.wake();
             return;

@@ -258,9 +258,15 @@ impl Side {
         let policy = lock(&self.policy);
         let rates = lock(&self.rates);
         let scheduler = scheduler_stats(&policy, sample, live, last);
-        let ingress = self.ingress_counters.ingress();
+        let ingress = self.ingress_total();
         let egress = self.egress_counters.stats();
-        let pool = self.pool.stats();
+        let mut pool = PoolStats::default();
+        for p in &self.pools {
+            let s = p.stats();
+            pool.slots += s.slots;
+            pool.slot_size = s.slot_size;
+            pool.in_use += s.in_use;
+        }
         let ingress_dropped: u64 = ingress.drops.values().sum();
         let egress_dropped: u64 = egress.drops.values().sum();
         let dropped_all = ingress_dropped + scheduler.dropped + egress_dropped;
@@ -286,12 +292,8 @@ impl Side {
             scheduler,
             egress,
             reverse: self.reverse_counters.stats(),
-            classifier: self.ingress_counters.classifier(),
-            pool: PoolStats {
-                slots: pool.slots,
-                slot_size: pool.slot_size,
-                in_use: pool.in_use,
-            },
+            classifier: self.classifier_total(),
+            pool,
             reloads: policy.reloads.clone(),
             accounting,
         }

@@ -151,8 +151,50 @@ pub struct IngressStats {
     /// Frames the kernel dropped because the receive ring was full (never seen by
     /// the bump, so not in `received`).
     pub kernel_drops: u64,
-    /// Frames forwarded with a checksum left for hardware to complete.
+    /// Frames received with their transport checksum left for hardware
+    /// (`TP_STATUS_CSUMNOTREADY`).
     pub checksum_pending: u64,
+    /// Of those, frames whose TCP or UDP checksum was completed in software.
+    #[serde(default)]
+    pub checksum_completed: u64,
+    /// Of those, frames forwarded with the checksum unfinished (not TCP or UDP
+    /// over IP, an IP fragment, malformed headers).
+    #[serde(default)]
+    pub checksum_left: u64,
+    /// Frames received per receive queue (`--queues`; one entry per queue).
+    #[serde(default)]
+    pub per_queue: Vec<u64>,
+}
+
+impl IngressStats {
+    /// Adds one receive queue's counters.
+    pub(crate) fn add(&mut self, q: &IngressStats) {
+        self.received += q.received;
+        self.bytes += q.bytes;
+        self.to_scheduler += q.to_scheduler;
+        for (k, &v) in &q.drops {
+            put(&mut self.drops, k, v);
+        }
+        self.kernel_drops += q.kernel_drops;
+        self.checksum_pending += q.checksum_pending;
+        self.checksum_completed += q.checksum_completed;
+        self.checksum_left += q.checksum_left;
+        self.per_queue.push(q.received);
+    }
+}
+
+impl ClassifierStats {
+    /// Adds one receive queue's classifier counters.
+    pub(crate) fn add(&mut self, q: &ClassifierStats) {
+        self.flows += q.flows;
+        self.capacity += q.capacity;
+        self.created += q.created;
+        self.expired += q.expired;
+        self.evicted += q.evicted;
+        for (k, &v) in &q.malformed {
+            put(&mut self.malformed, k, v);
+        }
+    }
 }
 
 /// The arbiter and its scheduler.
@@ -212,6 +254,13 @@ pub struct ReverseStats {
     pub drops: BTreeMap<String, u64>,
     /// Frames the kernel dropped because the receive ring was full.
     pub kernel_drops: u64,
+    /// Frames whose transport checksum, left for hardware, was completed in
+    /// software.
+    #[serde(default)]
+    pub checksum_completed: u64,
+    /// Frames forwarded with a checksum left for hardware unfinished.
+    #[serde(default)]
+    pub checksum_left: u64,
 }
 
 /// The flow table and the parser.

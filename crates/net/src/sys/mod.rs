@@ -244,3 +244,33 @@ pub(crate) fn page_size() -> usize {
         4096
     }
 }
+
+/// Opens an `AF_INET` datagram socket, the handle interface ioctls
+/// ([`ethtool_flag`]) go through; it needs no privilege. Close-on-exec.
+pub(crate) fn inet_socket() -> io::Result<OwnedFd> {
+    // SAFETY: socket(2) takes no pointers; it either fails or returns a new
+    // descriptor.
+    let fd = cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: `fd` was just returned by socket(2): open, and owned by nothing else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `struct ethtool_value` of `<linux/ethtool.h>`.
+#[repr(C)]
+struct EthtoolValue {
+    cmd: u32,
+    data: u32,
+}
+
+/// Runs the legacy ethtool "get" command `cmd` (`ETHTOOL_GGRO`, `ETHTOOL_GTSO`,
+/// ...) on interface `name` and returns its value (non-zero: on).
+pub(crate) fn ethtool_flag(fd: BorrowedFd<'_>, name: &str, cmd: u32) -> io::Result<u32> {
+    let mut req = ifreq(name)?;
+    let mut value = EthtoolValue { cmd, data: 0 };
+    req.ifr_ifru.ifru_data = (&mut value as *mut EthtoolValue).cast();
+    // SAFETY: SIOCETHTOOL reads the interface name from `req` and the command from
+    // the `ethtool_value` its data pointer names, and writes the value back there;
+    // both live, writable and correctly sized, across the call.
+    cvt(unsafe { libc::ioctl(fd.as_raw_fd(), libc::SIOCETHTOOL, &mut req) })?;
+    Ok(value.data)
+}
