@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace: unit, property and integration tests (optimised,
 # with debug assertions), the network-namespace end-to-end tests (as root), doc
-# tests, the tests against DPDK's rte_sched (feature dpdk), the loom models, the
-# unsafe code under miri, every fuzz target for a bounded time, and the benches'
+# tests, the Python package's pytest tests, the tests against DPDK's rte_sched
+# (feature dpdk), the loom models, the unsafe code under miri, every fuzz target
+# for a bounded time, and the benches'
 # compilation.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +17,9 @@ fi
 
 echo "==> cargo test (workspace, profile ci: optimised, debug assertions on)"
 cargo test --workspace --profile ci
+
+echo "==> Python package: built into target/python-venv, pytest"
+bash scripts/test-python.sh
 
 echo "==> DPDK: rte_sched through eiffel-dpdk, bench hqos against it (feature dpdk)"
 if pkg-config --exists libdpdk 2>/dev/null; then

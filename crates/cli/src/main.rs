@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod check;
+mod replay;
 mod run;
 mod shape;
 mod sim;

@@ -20,8 +20,17 @@ pub struct RunArgs {
     pub policy: Option<PathBuf>,
     /// The workload file (default: the built-in demo's, or
     /// `../workloads/<policy name>.toml` next to the policy).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "pcap")]
     pub workload: Option<PathBuf>,
+    /// Replay a packet capture (pcap or pcapng, Ethernet) instead of a
+    /// workload: capture times are arrivals, the policy's rules classify the
+    /// frames; the link rate defaults to the root's limit.
+    #[arg(long, value_name = "IN.pcap", requires = "policy")]
+    pub pcap: Option<PathBuf>,
+    /// With --pcap: write the packets sent, stamped with their departure
+    /// times, as a capture (pcapng if the name ends in .pcapng).
+    #[arg(long, value_name = "OUT.pcap", requires = "pcap")]
+    pub write_pcap: Option<PathBuf>,
     /// Link rate, e.g. "10Gbit" (default: the workload's).
     #[arg(long, value_parser = parse_rate)]
     pub link_rate: Option<u64>,
@@ -98,6 +107,9 @@ pub fn run(args: &RunArgs) -> Result<(), Box<dyn std::error::Error>> {
     let limits = Limits {
         max_memory: args.max_memory,
     };
+    if let (Some(pcap), Some(policy)) = (&args.pcap, &args.policy) {
+        return crate::replay::run(args, policy, pcap);
+    }
     let (policy, workload) = match &args.policy {
         None => {
             let policy = Policy::parse_with(
@@ -290,6 +302,18 @@ fn run_one(policy: &Policy, workload: &WorkloadFile, opts: RunOptions, events: u
     report
 }
 
+/// A progress bar over `duration` of simulated time, on a terminal only.
+pub(crate) fn progress_bar(duration: u64) -> Option<ProgressBar> {
+    std::io::stderr().is_terminal().then(|| {
+        let bar = ProgressBar::new(duration / 1_000_000);
+        bar.set_style(
+            ProgressStyle::with_template("{bar:40} {pos}/{len} ms simulated ({elapsed})")
+                .expect("valid template"),
+        );
+        bar
+    })
+}
+
 /// The flow groups of several runs of one workload, side by side.
 #[must_use]
 pub fn render_comparison(first: &RunReport, others: &[RunReport]) -> String {
@@ -459,7 +483,7 @@ pub fn render(r: &RunReport) -> String {
 }
 
 /// Writes rates over time per leaf as an SVG line chart.
-fn plot(r: &RunReport, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
+pub(crate) fn plot(r: &RunReport, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
     use plotters::prelude::*;
     let bins = r.series.first().map_or(0, |s| s.rates_bps.len());
     let secs = r.bin_ns as f64 / 1e9;

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use clap::Args;
 use eiffel_net::offload::Offloads;
+use eiffel_net::shape::metrics::{Latest, MetricsServer};
 use eiffel_net::shape::{Bump, LinkRate, LivePolicy, ShapeConfig, DEFAULT_LINK_RATE_BPS};
 use eiffel_policy::units::{self, fmt_rate, RateUnit, TimeUnit};
 use eiffel_policy::{Limits, Policy};
@@ -70,6 +71,11 @@ pub struct ShapeArgs {
     /// context. Needs CAP_SYS_NICE.
     #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(i32).range(1..=99))]
     pub realtime: Option<i32>,
+    /// Serve Prometheus/OpenMetrics metrics on `http://ADDR:PORT/metrics`
+    /// (per node bytes, packets, drops by reason, backlog, rate, latency
+    /// histogram), refreshed every rate interval.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub metrics: Option<std::net::SocketAddr>,
     /// Receive queues on `--in`: this many receive rings in one PACKET_FANOUT
     /// group (flows spread by hash, each flow on one ring), each read by its own
     /// thread with its own PSPAT mailbox (1-16).
@@ -348,6 +354,14 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
             return Err(e);
         }
     };
+    let metrics = match start_metrics(args.metrics, &bump) {
+        Ok(m) => m,
+        Err(e) => {
+            bump.stop(drain);
+            let _ = std::fs::remove_file(&socket);
+            return Err(e);
+        }
+    };
     eprintln!(
         "eiffel shape: {} -> {} through {} (link {}); stats: eiffel stats --socket {}",
         args.input,
@@ -362,7 +376,9 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
         limits,
         link: cfg.link_rate,
     };
-    let reason = serve_until_stopped(&src, &bump, &listener, &socket, signals, interval);
+    let latest = metrics.as_ref().map(|(_, latest)| latest);
+    let reason = serve_until_stopped(&src, &bump, &listener, &socket, signals, interval, latest);
+    drop(metrics);
     if is_socket(&socket) {
         let _ = std::fs::remove_file(&socket);
     }
@@ -379,8 +395,36 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
     Ok(())
 }
 
-/// Serves the control socket and the signals, sampling the rates every
-/// `interval`, until a stop; returns why it stopped.
+/// The metrics server of `--metrics`, with the snapshot it serves.
+fn start_metrics(
+    addr: Option<std::net::SocketAddr>,
+    bump: &Bump,
+) -> Result<Option<(MetricsServer, Latest)>, Error> {
+    let Some(addr) = addr else {
+        return Ok(None);
+    };
+    let latest = Latest::default();
+    publish(bump, &latest);
+    let server = MetricsServer::start(addr, latest.clone())
+        .map_err(|e| format!("--metrics {addr}: cannot listen: {e}"))?;
+    eprintln!(
+        "eiffel shape: metrics on http://{}/metrics",
+        server.local_addr()
+    );
+    Ok(Some((server, latest)))
+}
+
+/// Takes a snapshot for the metrics server.
+fn publish(bump: &Bump, latest: &Latest) {
+    if let Ok(s) = bump.snapshot() {
+        *latest
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(s);
+    }
+}
+
+/// Serves the control socket and the signals, sampling the rates (and the
+/// metrics' snapshot) every `interval`, until a stop; returns why it stopped.
 fn serve_until_stopped(
     src: &Source<'_>,
     bump: &Bump,
@@ -388,6 +432,7 @@ fn serve_until_stopped(
     socket: &Path,
     mut signals: Signals,
     interval: Duration,
+    latest: Option<&Latest>,
 ) -> &'static str {
     let (events, inbox) = mpsc::channel::<Event>();
     let handle = signals.handle();
@@ -421,7 +466,12 @@ fn serve_until_stopped(
             match inbox.recv_timeout(interval) {
                 Ok(Event::Stop(why)) => break why,
                 Ok(Event::Reload) => log_reload(&reload(bump, src), src.file),
-                Err(mpsc::RecvTimeoutError::Timeout) => bump.sample_rates(),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    bump.sample_rates();
+                    if let Some(latest) = latest {
+                        publish(bump, latest);
+                    }
+                }
                 Err(mpsc::RecvTimeoutError::Disconnected) => break "signal handling ended",
             }
         };

@@ -21,7 +21,9 @@
 //! Eiffel-only: `reload_and_stats` (live counters over the control socket, a bad
 //! policy refused with the old one kept, a reload by SIGHUP that moves the queued
 //! packets, the final balance after SIGTERM) and `clear_errors` (bad policy,
-//! missing interface, missing CAP_NET_RAW); `example_live_policy` runs the
+//! missing interface, missing CAP_NET_RAW); `metrics_endpoint` scrapes
+//! `--metrics` (rates, drops, backlog, latency histogram, balance) while UDP
+//! overloads a leaf; `example_live_policy` runs the
 //! shipped `examples/policies/live-uplink.toml` (per-flow fairness inside a
 //! tenant, the root's 100 Mbit/s); `checksum_offload_on` leaves transmit
 //! checksum offload on in the test bed (only GRO, GSO and TSO off, as the README
@@ -1056,4 +1058,128 @@ fn multi_queue_run() {
         a / 1e6,
         b / 1e6
     );
+}
+
+/// The metric `name` with labels `labels` (as written, e.g. `node="root/slow"`)
+/// in a Prometheus text page.
+fn metric(page: &str, name: &str, labels: &str) -> f64 {
+    let key = if labels.is_empty() {
+        format!("{name} ")
+    } else {
+        format!("{name}{{{labels}}} ")
+    };
+    page.lines()
+        .find_map(|l| l.strip_prefix(&key))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{name}{{{labels}}} missing:\n{page}"))
+}
+
+/// `GET /metrics` on 127.0.0.1:`port` of the middle namespace, from a thread
+/// that enters it.
+fn scrape(bed: &Testbed, port: u16) -> String {
+    use std::io::{Read, Write};
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            bed.enter(Role::Middle).expect("enter the middle namespace");
+            let mut c = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+            c.set_read_timeout(Some(Duration::from_secs(5)))
+                .expect("timeout");
+            c.write_all(b"GET /metrics HTTP/1.1\r\nHost: eiffel\r\n\r\n")
+                .expect("request");
+            let mut out = String::new();
+            c.read_to_string(&mut out).expect("answer");
+            out
+        })
+        .join()
+        .expect("scrape thread")
+    })
+}
+
+#[test]
+fn metrics_endpoint() {
+    if !testbed::preflight("metrics_endpoint", &TOOLS) {
+        return;
+    }
+    let _serial = serial();
+    let bed = Testbed::new("eiffel-met").expect("test bed");
+    bed.ip(Role::Middle, &["link", "set", "lo", "up"])
+        .expect("lo up");
+    let dir = TempDir::new("metrics");
+    let port = 9464;
+    let addr = format!("127.0.0.1:{port}");
+    let shaper = Shaper::start(
+        &bed,
+        &policy("reload_a.toml"),
+        &dir.0,
+        &["--rate-interval", "250ms", "--metrics", &addr],
+    );
+    let server = bed.iperf3_server(5206).expect("server");
+    std::thread::sleep(Duration::from_millis(200));
+    let udp = Iperf3 {
+        length: Some(1000),
+        ..Iperf3::udp(5206, 3, "8M")
+    };
+    std::thread::scope(|s| {
+        let client = s.spawn(|| bed.iperf3_client(&udp));
+        std::thread::sleep(Duration::from_millis(2000));
+        let answer = scrape(&bed, port);
+        let (head, page) = answer.split_once("\r\n\r\n").expect("HTTP answer");
+        assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+        assert!(head.contains("text/plain; version=0.0.4"), "{head}");
+        let slow = "node=\"root/slow\"";
+        // 8 Mbit/s offered to a 4 Mbit/s leaf: it sends at its limit, its
+        // queue is full, the excess is dropped by reason.
+        let rate = metric(page, "eiffel_node_rate_bits_per_second", slow);
+        assert!((rate / 4e6 - 1.0).abs() < 0.2, "slow at {rate} bit/s");
+        assert_eq!(metric(page, "eiffel_node_limit_bits_per_second", slow), 4e6);
+        assert!(metric(page, "eiffel_node_backlog_packets", slow) > 300.0);
+        let drops = "node=\"root/slow\",reason=\"flow_limit\"";
+        assert!(metric(page, "eiffel_node_dropped_packets_total", drops) > 0.0);
+        let sent = metric(page, "eiffel_node_sent_packets_total", slow);
+        assert!(metric(page, "eiffel_node_sent_bytes_total", slow) >= sent * 1000.0);
+        // Latency: every packet the leaf sent is in its histogram (a few may
+        // still be on their way to the output ring); a full 400-packet queue
+        // at 4 Mbit/s holds a packet for about 0.8 s.
+        let count = metric(page, "eiffel_node_latency_seconds_count", slow);
+        assert!(
+            count > 0.0 && count <= sent && sent - count < 64.0,
+            "{count} of {sent}"
+        );
+        let under = |le: &str| {
+            metric(
+                page,
+                "eiffel_node_latency_seconds_bucket",
+                &format!("{slow},le=\"{le}\""),
+            )
+        };
+        assert!(under("0.25") < under("1") && under("+Inf") == count);
+        assert_eq!(
+            metric(page, "eiffel_node_latency_seconds_count", "node=\"root\""),
+            count
+                + metric(
+                    page,
+                    "eiffel_node_latency_seconds_count",
+                    "node=\"root/other\""
+                ),
+            "a node's histogram is its leaves'"
+        );
+        let a = [
+            "eiffel_received_packets_total",
+            "eiffel_transmitted_packets_total",
+            "eiffel_dropped_packets_total",
+            "eiffel_queued_packets",
+        ]
+        .map(|m| metric(page, m, ""));
+        assert_eq!(
+            a[0],
+            a[1] + a[2] + a[3],
+            "received = transmitted + dropped + queued"
+        );
+        client.join().expect("client").expect("iperf3")
+    });
+    drop(server);
+    let last = shaper.stop();
+    check_balance(&last);
+    let slow = node(&last, "root/slow");
+    assert!(slow.latency.count() > 0 && slow.latency.count() <= slow.packets);
 }

@@ -9,6 +9,7 @@
 //! | [`classify`] | `eiffel-classify` | sans-IO header parsing, first-match rules, a bounded flow table |
 //! | [`sim`] | `eiffel-sim` | an emulated link in exact integer time, workloads, the GPS fluid reference and service metrics |
 //! | [`policy`] | `eiffel-policy` | policy and workload files (TOML) compiled into a tree and a classifier |
+//! | [`pcap`] | `eiffel-pcap` | pcap and pcapng captures replayed through a policy on the emulated link, departures written back |
 //! | `pspat` (feature `pspat`, Linux) | `eiffel-pspat` | many client threads, one arbiter, lock-free mailboxes |
 //! | `net` (feature `net`, Linux) | `eiffel-net` | AF_PACKET rings and the live bump in the wire |
 //!
@@ -71,6 +72,7 @@
 //! [`PolicyTree::set_transaction`] with a [`sched::tree::Transaction`].
 
 pub use eiffel_classify as classify;
+pub use eiffel_pcap as pcap;
 pub use eiffel_policy as policy;
 pub use eiffel_queue as queue;
 pub use eiffel_sched as sched;

@@ -52,7 +52,7 @@ pub use fct::{
 pub use gps::{FluidPacket, Gps};
 pub use link::{Link, Ticks, TICKS_PER_BYTE};
 pub use metrics::{GroupStats, LeafStats, Metrics};
-pub use policy_run::{run_tree, RunOptions, RunReport, RunSettings};
+pub use policy_run::{run_tree, run_tree_source, RunOptions, RunReport, RunSettings, SourceRun};
 pub use run::{drive, run, Observer, Outcome, Run, Source};
 pub use trace::{generate, Arrival, FlowSpec, Pattern, Trace};
 pub use workload::{

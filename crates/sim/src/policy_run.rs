@@ -21,7 +21,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::metrics::{histogram, GroupStats};
-use crate::{drive, Generator, Link, Metrics, Observer, Route, Workload};
+use crate::{drive, Generator, Link, Metrics, Observer, Route, Source, Workload};
 
 /// How to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -235,36 +235,65 @@ pub fn routes(workload: &Workload, mut classify: impl FnMut(u32, u32) -> ClassId
 /// definitions packet by packet with it).
 pub fn run_tree<O: Observer<PolicyTree>>(
     policy: &str,
-    mut tree: PolicyTree,
+    tree: PolicyTree,
     workload: &Workload,
     routes: &[Route],
     opts: RunOptions,
     progress: impl FnMut(Nanos) + 'static,
     extra: &mut O,
 ) -> RunReport {
-    let link = Link::new(opts.link_rate.max(1));
     let mut workload = workload.clone();
     workload.seed = opts.seed;
-    let mut metrics = Metrics::new(&workload, link, tree.len(), opts.duration, opts.bins);
+    let mut source = Generator::new(&workload, routes, opts.link_rate.max(1));
+    let run = SourceRun {
+        policy,
+        workload: &workload,
+        routes,
+        opts,
+    };
+    run_tree_source(&run, tree, &mut source, progress, extra)
+}
+
+/// A run whose packets come from any [`Source`] (a capture, say) rather than
+/// the workload's generator: `workload` names the flow groups the report
+/// shows and `routes` the leaf of each of its flows; every packet of `source`
+/// carries its workload flow id in `buffer`.
+#[derive(Clone, Copy, Debug)]
+pub struct SourceRun<'a> {
+    /// The policy's name, for the report.
+    pub policy: &'a str,
+    /// The flow groups and flows the packets belong to.
+    pub workload: &'a Workload,
+    /// The leaf and leaf flow id of each workload flow.
+    pub routes: &'a [Route],
+    /// Duration, link rate, bins; `seed` is only reported.
+    pub opts: RunOptions,
+}
+
+/// Runs the packets of `source` through `tree` on the emulated link (see
+/// [`SourceRun`]); `progress` and `extra` as in [`run_tree`].
+pub fn run_tree_source<S: Source + ?Sized, O: Observer<PolicyTree>>(
+    run: &SourceRun<'_>,
+    mut tree: PolicyTree,
+    source: &mut S,
+    progress: impl FnMut(Nanos) + 'static,
+    extra: &mut O,
+) -> RunReport {
+    let opts = run.opts;
+    let link = Link::new(opts.link_rate.max(1));
+    let mut metrics = Metrics::new(run.workload, link, tree.len(), opts.duration, opts.bins);
     metrics.on_progress(progress);
-    let mut source = Generator::new(&workload, routes, link.rate_bps());
     let mut observers = (metrics, extra);
-    drive(
-        &mut tree,
-        link,
-        &mut source,
-        Some(opts.duration),
-        &mut observers,
-    );
+    drive(&mut tree, link, source, Some(opts.duration), &mut observers);
     let metrics = observers.0;
     RunReport {
-        policy: policy.to_string(),
+        policy: run.policy.to_string(),
         link_rate_bps: opts.link_rate,
         duration_ns: opts.duration,
         seed: opts.seed,
         shaper_granularity_ns: tree.shaper_granularity(),
         nodes: node_reports(&tree, &metrics, opts),
-        flows: flow_reports(&tree, &workload, routes, &metrics, opts),
+        flows: flow_reports(&tree, run.workload, run.routes, &metrics, opts),
         totals: totals(&tree),
         bin_ns: metrics.bin,
         series: leaf_series(&tree, &metrics),

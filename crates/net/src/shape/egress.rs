@@ -12,6 +12,7 @@ use eiffel_pspat::Transmit;
 use eiffel_sched::{Nanos, Packet};
 
 use super::ingress::untag;
+use super::latency::LatencyHistograms;
 use super::stats::{put, EgressStats, ReverseStats};
 use super::waker::Waker;
 use crate::afpacket::{Interest, PollSet, RxRing, TxError, TxRing};
@@ -20,6 +21,8 @@ use crate::frames::Drainer;
 /// Counters the dispatcher publishes (single writer).
 #[derive(Debug, Default)]
 pub(crate) struct EgressCounters {
+    /// Sojourn times per leaf position.
+    pub(crate) latency: LatencyHistograms,
     sent: AtomicU64,
     bytes: AtomicU64,
     too_large: AtomicU64,
@@ -149,8 +152,10 @@ impl TxSink {
 }
 
 impl Transmit for TxSink {
-    fn transmit(&mut self, batch: &[Packet], _now: Nanos) {
+    fn transmit(&mut self, batch: &[Packet], now: Nanos) {
         for pkt in batch {
+            let latency = &self.counters.latency;
+            latency.record(pkt.class as usize, now.saturating_sub(pkt.arrival));
             self.send_one(pkt);
         }
         let _ = self.tx.flush();

@@ -61,7 +61,9 @@
 
 mod egress;
 mod ingress;
+pub mod latency;
 pub mod live;
+pub mod metrics;
 mod sample;
 pub mod stats;
 mod waker;

@@ -11,14 +11,18 @@ use eiffel_pspat::{LiveStats, Report};
 use eiffel_sched::{Backlog, Counters, DropReason, PolicyTree, Scheduler};
 
 use super::egress::TxSink;
+use super::latency::{LatencyHistograms, LATENCY_BUCKETS};
 use super::live::LiveTree;
-use super::stats::{self, put, Accounting, NodeStats, PoolStats, SchedulerStats, Snapshot};
+use super::stats::{
+    self, put, Accounting, LatencyStats, NodeStats, PoolStats, SchedulerStats, Snapshot,
+};
 use super::{lock, PolicyState, Side};
 
 /// Per-node facts that change only with the policy.
 #[derive(Clone, Debug)]
 pub(super) struct NodeInfo {
     path: String,
+    parent: Option<usize>,
     name: String,
     depth: usize,
     leaf: bool,
@@ -33,6 +37,7 @@ pub(super) fn node_info(tree: &PolicyTree) -> Vec<NodeInfo> {
     tree.nodes()
         .map(|v| NodeInfo {
             path: v.path.clone(),
+            parent: v.spec.parent,
             name: v.spec.name.clone(),
             depth: v.depth,
             leaf: v.is_leaf,
@@ -133,8 +138,35 @@ impl Rates {
     }
 }
 
+/// Every node's latency histogram: the sum of its leaves'.
+fn node_latency(nodes: &[NodeInfo], h: &LatencyHistograms) -> Vec<LatencyStats> {
+    let mut out = vec![([0u64; LATENCY_BUCKETS], 0u64); nodes.len()];
+    for (leaf, _) in nodes.iter().enumerate().filter(|(_, n)| n.leaf) {
+        let (mut counts, mut sum) = ([0u64; LATENCY_BUCKETS], 0u64);
+        h.add_to(leaf, &mut counts, &mut sum);
+        let mut at = Some(leaf);
+        while let Some(n) = at.filter(|&n| n < nodes.len()) {
+            out[n].0.iter_mut().zip(&counts).for_each(|(a, b)| *a += b);
+            out[n].1 += sum;
+            at = nodes[n].parent;
+        }
+    }
+    out.into_iter()
+        .map(|(counts, sum_ns)| LatencyStats {
+            counts: counts.to_vec(),
+            sum_ns,
+        })
+        .collect()
+}
+
 /// Every node's counters and rates.
-fn node_stats(policy: &PolicyState, rates: &Rates, sample: &TreeSample) -> Vec<NodeStats> {
+fn node_stats(
+    policy: &PolicyState,
+    rates: &Rates,
+    sample: &TreeSample,
+    latency: &LatencyHistograms,
+) -> Vec<NodeStats> {
+    let mut latency = node_latency(&policy.nodes, latency).into_iter();
     policy
         .nodes
         .iter()
@@ -164,6 +196,7 @@ fn node_stats(policy: &PolicyState, rates: &Rates, sample: &TreeSample) -> Vec<N
                 throttled: s.throttled,
                 rate_bps,
                 rate_pps,
+                latency: latency.next().unwrap_or_default(),
             }
         })
         .collect()
@@ -254,7 +287,7 @@ impl Side {
             uptime_ns: nanos(self.started.elapsed()),
             link_rate_bps: self.link_rate_bps.load(Ordering::Relaxed),
             rate_interval_ns: nanos(rates.interval),
-            nodes: node_stats(&policy, &rates, sample),
+            nodes: node_stats(&policy, &rates, sample, &self.egress_counters.latency),
             ingress,
             scheduler,
             egress,

@@ -101,6 +101,29 @@ pub struct NodeStats {
     pub rate_bps: f64,
     /// Packets per second sent over the last rate interval.
     pub rate_pps: f64,
+    /// Sojourn times of the packets its leaves sent, from classification to
+    /// transmission.
+    #[serde(default)]
+    pub latency: LatencyStats,
+}
+
+/// A latency histogram: counts per bucket of
+/// [`LATENCY_BOUNDS_NS`](super::latency::LATENCY_BOUNDS_NS) (not cumulative),
+/// the last bucket above every bound.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LatencyStats {
+    /// Packets per bucket.
+    pub counts: Vec<u64>,
+    /// Sum of the sojourn times, ns.
+    pub sum_ns: u64,
+}
+
+impl LatencyStats {
+    /// Packets counted.
+    #[must_use]
+    pub fn count(&self) -> u64 {
+        self.counts.iter().sum()
+    }
 }
 
 impl NodeStats {

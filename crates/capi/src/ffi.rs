@@ -1,0 +1,681 @@
+//! The `extern "C"` functions. Every one checks its pointers, catches panics
+//! (`guard`) and reports errors as [`EiffelStatus`] codes with a message for
+//! `eiffel_last_error()`.
+
+#![allow(unsafe_code)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+use std::cell::RefCell;
+use std::ffi::{c_char, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use eiffel_classify::Classifier;
+use eiffel_policy::Policy;
+use eiffel_sched::{PolicyTree, Scheduler};
+
+use crate::types::{EiffelCounters, EiffelDrop, EiffelDropReason, EiffelPacket, EiffelStatus};
+
+/// A loaded policy: its tree, its classifier and its node paths.
+pub struct EiffelScheduler {
+    tree: PolicyTree,
+    classifier: Classifier,
+    /// Each node's path, NUL-terminated, for `eiffel_scheduler_node_path`.
+    paths: Vec<CString>,
+    /// Set when a call panicked: the tree may be inconsistent.
+    poisoned: bool,
+}
+
+thread_local! {
+    /// The calling thread's last error message.
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// Records `msg` as the thread's last error and returns `status`.
+fn fail(status: EiffelStatus, msg: impl std::fmt::Display) -> EiffelStatus {
+    let text = msg.to_string().replace('\0', " ");
+    let c = CString::new(text).unwrap_or_default();
+    LAST_ERROR.with(|e| *e.borrow_mut() = c);
+    status
+}
+
+/// Runs `f`, turning a panic into [`EiffelStatus::Internal`].
+fn guard(f: impl FnOnce() -> EiffelStatus) -> EiffelStatus {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(s) => s,
+        Err(p) => {
+            let what = p
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown".into());
+            fail(
+                EiffelStatus::Internal,
+                format_args!("internal error: {what}"),
+            )
+        }
+    }
+}
+
+/// Runs `f` on the scheduler (`None`: a NULL pointer), refusing NULL and
+/// poisoned schedulers and poisoning it if `f` panics.
+fn with_scheduler(
+    s: Option<&mut EiffelScheduler>,
+    f: impl FnOnce(&mut EiffelScheduler) -> EiffelStatus,
+) -> EiffelStatus {
+    let Some(sched) = s else {
+        return fail(EiffelStatus::NullArgument, "the scheduler is NULL");
+    };
+    if sched.poisoned {
+        return fail(
+            EiffelStatus::Poisoned,
+            "an earlier call on this scheduler failed with an internal error: free it",
+        );
+    }
+    let status = guard(|| f(&mut *sched));
+    if status == EiffelStatus::Internal {
+        sched.poisoned = true;
+    }
+    status
+}
+
+/// A C string argument as UTF-8.
+///
+/// # Safety
+/// `p` is NULL or a NUL-terminated string valid for the call.
+unsafe fn str_arg<'a>(p: *const c_char, what: &str) -> Result<&'a str, EiffelStatus> {
+    if p.is_null() {
+        return Err(fail(
+            EiffelStatus::NullArgument,
+            format_args!("{what} is NULL"),
+        ));
+    }
+    // SAFETY: non-NULL and NUL-terminated by the caller's contract.
+    let c = unsafe { CStr::from_ptr(p) };
+    c.to_str().map_err(|e| {
+        fail(
+            EiffelStatus::InvalidUtf8,
+            format_args!("{what} is not UTF-8: {e}"),
+        )
+    })
+}
+
+/// A scheduler for `policy`, stored at `out`.
+///
+/// # Safety
+/// `out` is a valid, writable pointer.
+unsafe fn create(policy: &Policy, out: *mut *mut EiffelScheduler) -> EiffelStatus {
+    let classifier = match policy.classifier() {
+        Ok(c) => c,
+        Err(e) => {
+            return fail(
+                EiffelStatus::Classify,
+                format_args!("{}: {e}", policy.file_name()),
+            )
+        }
+    };
+    let tree = policy.build();
+    let paths = tree
+        .nodes()
+        .map(|v| CString::new(v.path).unwrap_or_default())
+        .collect();
+    let sched = Box::new(EiffelScheduler {
+        tree,
+        classifier,
+        paths,
+        poisoned: false,
+    });
+    // SAFETY: `out` is valid and writable by the caller's contract.
+    unsafe { out.write(Box::into_raw(sched)) };
+    EiffelStatus::Ok
+}
+
+/// The library's version, a static NUL-terminated string.
+#[no_mangle]
+pub extern "C" fn eiffel_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// The calling thread's last error message (empty if none). The pointer is
+/// valid until the thread's next failing call.
+#[no_mangle]
+pub extern "C" fn eiffel_last_error() -> *const c_char {
+    LAST_ERROR.with(|e| e.borrow().as_ptr())
+}
+
+/// The stable name of a drop reason (`"leaf_full"`...), a static string;
+/// NULL for a value outside the enum.
+#[no_mangle]
+pub extern "C" fn eiffel_drop_reason_name(reason: u32) -> *const c_char {
+    match eiffel_sched::DropReason::ALL.get(reason as usize) {
+        Some(r) => {
+            // The names are ASCII without NUL; this table adds the terminator.
+            const NAMES: [&str; crate::types::EIFFEL_DROP_REASONS] = [
+                "queue_full\0",
+                "leaf_full\0",
+                "unknown_flow\0",
+                "too_large\0",
+                "unclassified\0",
+                "shaper_horizon\0",
+                "rank_out_of_range\0",
+                "policer\0",
+                "evicted\0",
+                "shutdown\0",
+                "malformed\0",
+            ];
+            debug_assert_eq!(NAMES[r.index()].trim_end_matches('\0'), r.name());
+            NAMES[r.index()].as_ptr().cast()
+        }
+        None => std::ptr::null(),
+    }
+}
+
+/// Loads and validates the policy file at `path` and stores a new scheduler
+/// at `*out`. On error `*out` is untouched and the message names the file,
+/// line and key.
+///
+/// # Safety
+/// `path` is NULL or a NUL-terminated string; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn eiffel_scheduler_load(
+    path: *const c_char,
+    out: *mut *mut EiffelScheduler,
+) -> EiffelStatus {
+    guard(|| {
+        // SAFETY: `path` is NULL or NUL-terminated (the caller's contract).
+        let path = match unsafe { str_arg(path, "path") } {
+            Ok(p) => p,
+            Err(s) => return s,
+        };
+        if out.is_null() {
+            return fail(EiffelStatus::NullArgument, "out is NULL");
+        }
+        match Policy::load(path) {
+            // SAFETY: `out` is non-NULL and writable by the caller's contract.
+            Ok(p) => unsafe { create(&p, out) },
+            Err(e) => fail(EiffelStatus::Policy, e),
+        }
+    })
+}
+
+/// Like `eiffel_scheduler_load`, from the policy's TOML `text`; errors name
+/// `name`.
+///
+/// # Safety
+/// `text` and `name` are NULL or NUL-terminated strings; `out` is NULL or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn eiffel_scheduler_parse(
+    text: *const c_char,
+    name: *const c_char,
+    out: *mut *mut EiffelScheduler,
+) -> EiffelStatus {
+    guard(|| {
+        // SAFETY: `text` and `name` are NULL or NUL-terminated (the caller's
+        // contract).
+        let (text, name) = match unsafe { (str_arg(text, "text"), str_arg(name, "name")) } {
+            (Ok(t), Ok(n)) => (t, n),
+            (Err(s), _) | (_, Err(s)) => return s,
+        };
+        if out.is_null() {
+            return fail(EiffelStatus::NullArgument, "out is NULL");
+        }
+        match Policy::parse(text, name) {
+            // SAFETY: `out` is non-NULL and writable by the caller's contract.
+            Ok(p) => unsafe { create(&p, out) },
+            Err(e) => fail(EiffelStatus::Policy, e),
+        }
+    })
+}
+
+/// Frees a scheduler (NULL is ignored). Packets still queued are not handed
+/// back: dequeue them first if their buffers need freeing.
+///
+/// # Safety
+/// `s` is NULL or a scheduler not yet freed, used by no other thread.
+#[no_mangle]
+pub unsafe extern "C" fn eiffel_scheduler_free(s: *mut EiffelScheduler) {
+    if !s.is_null() {
+        // SAFETY: `s` came from `Box::into_raw` and is freed once.
+        let b = unsafe { Box::from_raw(s) };
+        let _ = catch_unwind(AssertUnwindSafe(move || drop(b)));
+    }
+}
+
+/// Stores the class id of leaf `name` at `*leaf` (`EIFFEL_STATUS_NOT_FOUND`
+/// if the policy has no leaf of that name).
+///
+/// # Safety
+/// `s` as in `eiffel_scheduler_free`; `name` NULL or NUL-terminated; `leaf`
+/// NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn eiffel_scheduler_leaf(
+    s: *mut EiffelScheduler,
+    name: *const c_char,
+    leaf: *mut u32,
+) -> EiffelStatus {
+    // SAFETY: `s` is NULL or a live scheduler used only by this thread
+    // during the call (the caller's contract).
+    with_scheduler(unsafe { s.as_mut() }, |sched| {
+        // SAFETY: `name` is NULL or NUL-terminated (the caller's contract).
+        let name = match unsafe { str_arg(name, "name") } {
+            Ok(n) => n,
+            Err(e) => return e,
+        };
+        if leaf.is_null() {
+            return fail(EiffelStatus::NullArgument, "leaf is NULL");
+        }
+        match sched.tree.leaf(name) {
+            Some(id) => {
+                // SAFETY: non-NULL and writable by the caller's contract.
+                unsafe {
+                    leaf.write(id);
+                }
+                EiffelStatus::Ok
+            }
+            None => fail(
+                EiffelStatus::NotFound,
+                format_args!("no leaf named `{name}`"),
+            ),
+        }
+    })
+}
+
+/// Classifies the Ethernet frame `frame[0..len]` arriving at `now_ns` by the
+/// policy's rules and flow table, filling `*out` (`len`, `flow`, `leaf`,
+/// `arrival_ns`; `buffer` 0 for the caller to set). A malformed frame under
+/// `malformed = "drop"` returns `EIFFEL_STATUS_DROPPED` with `*out` holding its
+/// length.
+///
+/// # Safety
+/// `s` as in `eiffel_scheduler_free`; `frame` NULL or readable for `len`
+/// bytes; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn eiffel_scheduler_classify(
+    s: *mut EiffelScheduler,
+    frame: *const u8,
+    len: usize,
+    now_ns: u64,
+    out: *mut EiffelPacket,
+) -> EiffelStatus {
+    // SAFETY: `s` is NULL or a live scheduler used only by this thread
+    // during the call (the caller's contract).
+    with_scheduler(unsafe { s.as_mut() }, |sched| {
+        if frame.is_null() || out.is_null() {
+            return fail(EiffelStatus::NullArgument, "frame or out is NULL");
+        }
+        // SAFETY: `frame` is readable for `len` bytes by the caller's contract.
+        let bytes = unsafe { std::slice::from_raw_parts(frame, len) };
+        let (pkt, status) = match sched.classifier.classify(bytes, now_ns) {
+            Ok(p) => (p, EiffelStatus::Ok),
+            Err(d) => (
+                d.packet,
+                fail(EiffelStatus::Dropped, "malformed frame dropped"),
+            ),
+        };
+        // SAFETY: non-NULL and writable by the caller's contract.
+        unsafe {
+            out.write(pkt.into());
+        }
+        status
+    })
+}
+
+/// Offers `*pkt` at `now_ns`. `EIFFEL_STATUS_OK`: queued. `EIFFEL_STATUS_DROPPED`:
+/// `*dropped` (if not NULL) holds the packet dropped and why; with
+/// `EIFFEL_DROP_REASON_EVICTED` it is a queued packet pushed out, and `*pkt`
+/// was queued. Allocates nothing, takes no lock.
+///
+/// # Safety
+/// `s` as in `eiffel_scheduler_free`; `pkt` NULL or readable; `dropped` NULL
+/// or writable.
+#[no_mangle]
+pub unsafe extern "C" fn eiffel_scheduler_enqueue(
+    s: *mut EiffelScheduler,
+    pkt: *const EiffelPacket,
+    now_ns: u64,
+    dropped: *mut EiffelDrop,
+) -> EiffelStatus {
+    // SAFETY: `s` is NULL or a live scheduler used only by this thread
+    // during the call (the caller's contract).
+    with_scheduler(unsafe { s.as_mut() }, |sched| {
+        // SAFETY: `pkt` is NULL or readable (the caller's contract).
+        let Some(p) = (unsafe { pkt.as_ref() }) else {
+            return fail(EiffelStatus::NullArgument, "pkt is NULL");
+        };
+        match sched.tree.enqueue((*p).into(), now_ns) {
+            Ok(()) => EiffelStatus::Ok,
+            Err(d) => {
+                if !dropped.is_null() {
+                    // SAFETY: non-NULL and writable by the caller's contract.
+                    let drop = EiffelDrop {
+                        packet: d.packet.into(),
+                        reason: EiffelDropReason::from(d.reason),
+                    };
+                    // SAFETY: non-NULL and writable by the caller's contract.
+                    unsafe { dropped.write(drop) };
+                }
+                EiffelStatus::Dropped
+            }
+        }
+    })
+}
+
+/// Takes the next packet to send at `now_ns` into `*out`; `EIFFEL_STATUS_EMPTY`
+/// if none is ready (see `eiffel_scheduler_next_ready`). Allocates nothing,
+/// takes no lock.
+///
+/// # Safety
+/// `s` as in `eiffel_scheduler_free`; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn eiffel_scheduler_dequeue(
+    s: *mut EiffelScheduler,
+    now_ns: u64,
+    out: *mut EiffelPacket,
+) -> EiffelStatus {
+    // SAFETY: `s` is NULL or a live scheduler used only by this thread
+    // during the call (the caller's contract).
+    with_scheduler(unsafe { s.as_mut() }, |sched| {
+        if out.is_null() {
+            return fail(EiffelStatus::NullArgument, "out is NULL");
+        }
+        match sched.tree.dequeue(now_ns) {
+            Some(p) => {
+                // SAFETY: non-NULL and writable by the caller's contract.
+                unsafe {
+                    out.write(p.into());
+                }
+                EiffelStatus::Ok
+            }
+            None => EiffelStatus::Empty,
+        }
+    })
+}
+
+/// Stores at `*at_ns` the earliest time after `now_ns` at which the shaper
+/// releases a packet; `EIFFEL_STATUS_EMPTY` if it holds none. A caller with
+/// nothing to dequeue sleeps until then or the next arrival.
+///
+/// # Safety
+/// `s` as in `eiffel_scheduler_free`; `at_ns` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn eiffel_scheduler_next_ready(
+    s: *mut EiffelScheduler,
+    now_ns: u64,
+    at_ns: *mut u64,
+) -> EiffelStatus {
+    // SAFETY: `s` is NULL or a live scheduler used only by this thread
+    // during the call (the caller's contract).
+    with_scheduler(unsafe { s.as_mut() }, |sched| {
+        if at_ns.is_null() {
+            return fail(EiffelStatus::NullArgument, "at_ns is NULL");
+        }
+        match sched.tree.next_ready(now_ns) {
+            Some(t) => {
+                // SAFETY: non-NULL and writable by the caller's contract.
+                unsafe {
+                    at_ns.write(t);
+                }
+                EiffelStatus::Ok
+            }
+            None => EiffelStatus::Empty,
+        }
+    })
+}
+
+/// The whole tree's counters and backlog into `*out`:
+/// `enqueued = dequeued + dropped + backlog_packets` always holds.
+///
+/// # Safety
+/// `s` as in `eiffel_scheduler_free`; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn eiffel_scheduler_counters(
+    s: *mut EiffelScheduler,
+    out: *mut EiffelCounters,
+) -> EiffelStatus {
+    // SAFETY: `s` is NULL or a live scheduler used only by this thread
+    // during the call (the caller's contract).
+    with_scheduler(unsafe { s.as_mut() }, |sched| {
+        if out.is_null() {
+            return fail(EiffelStatus::NullArgument, "out is NULL");
+        }
+        let c = EiffelCounters::new(sched.tree.counters(), sched.tree.backlog());
+        // SAFETY: non-NULL and writable by the caller's contract.
+        unsafe {
+            out.write(c);
+        }
+        EiffelStatus::Ok
+    })
+}
+
+/// Number of nodes of the policy (0 for NULL); nodes are numbered in policy
+/// file order, and a leaf's index is its class id.
+///
+/// # Safety
+/// `s` as in `eiffel_scheduler_free`.
+#[no_mangle]
+pub unsafe extern "C" fn eiffel_scheduler_node_count(s: *const EiffelScheduler) -> usize {
+    // SAFETY: NULL or a live scheduler by the caller's contract.
+    unsafe { s.as_ref() }.map_or(0, |s| s.paths.len())
+}
+
+/// The path (`root/tenants/a`) of node `index`, valid until the scheduler is
+/// freed; NULL if out of range.
+///
+/// # Safety
+/// `s` as in `eiffel_scheduler_free`.
+#[no_mangle]
+pub unsafe extern "C" fn eiffel_scheduler_node_path(
+    s: *const EiffelScheduler,
+    index: usize,
+) -> *const c_char {
+    // SAFETY: NULL or a live scheduler by the caller's contract.
+    unsafe { s.as_ref() }
+        .and_then(|s| s.paths.get(index))
+        .map_or(std::ptr::null(), |p| p.as_ptr())
+}
+
+/// The counters and backlog of node `index`'s subtree into `*out`. Builds a
+/// view of the node (it allocates): for monitoring, not per packet.
+///
+/// # Safety
+/// `s` as in `eiffel_scheduler_free`; `out` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn eiffel_scheduler_node_counters(
+    s: *mut EiffelScheduler,
+    index: usize,
+    out: *mut EiffelCounters,
+) -> EiffelStatus {
+    // SAFETY: `s` is NULL or a live scheduler used only by this thread
+    // during the call (the caller's contract).
+    with_scheduler(unsafe { s.as_mut() }, |sched| {
+        if out.is_null() {
+            return fail(EiffelStatus::NullArgument, "out is NULL");
+        }
+        if index >= sched.paths.len() {
+            return fail(
+                EiffelStatus::NotFound,
+                format_args!(
+                    "node {index} out of range (the policy has {})",
+                    sched.paths.len()
+                ),
+            );
+        }
+        let v = sched.tree.node(index);
+        // SAFETY: non-NULL and writable by the caller's contract.
+        unsafe {
+            out.write(EiffelCounters::new(&v.counters, v.backlog));
+        }
+        EiffelStatus::Ok
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ptr::{null, null_mut};
+
+    const POLICY: &str =
+        "capacity = 16\n[shaper]\nslots = 64\n[[node]]\nname = \"root\"\ndiscipline = \"strict\"\n\
+        [[node]]\nname = \"hi\"\nparent = \"root\"\npriority = 0\ncapacity = 2\n\
+        [[node]]\nname = \"lo\"\nparent = \"root\"\npriority = 1\n\
+        [classify]\ndefault = \"lo\"\nmax_flows = 16\n\
+        [[classify.rule]]\nleaf = \"hi\"\nprotocol = \"udp\"\n\0";
+
+    fn last_error() -> String {
+        // SAFETY: eiffel_last_error returns a valid NUL-terminated string.
+        unsafe { CStr::from_ptr(eiffel_last_error()) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    fn load() -> *mut EiffelScheduler {
+        let mut s = null_mut();
+        // SAFETY: NUL-terminated strings and a writable out pointer.
+        let st =
+            unsafe { eiffel_scheduler_parse(POLICY.as_ptr().cast(), c"t.toml".as_ptr(), &mut s) };
+        assert_eq!(st, EiffelStatus::Ok, "{}", last_error());
+        s
+    }
+
+    fn leaf(s: *mut EiffelScheduler, name: &CStr) -> Result<u32, EiffelStatus> {
+        let mut id = 0;
+        // SAFETY: a live scheduler, a NUL-terminated name, a writable out.
+        match unsafe { eiffel_scheduler_leaf(s, name.as_ptr(), &mut id) } {
+            EiffelStatus::Ok => Ok(id),
+            e => Err(e),
+        }
+    }
+
+    #[test]
+    fn enqueue_dequeue_and_counters() {
+        let s = load();
+        let (hi, lo) = (leaf(s, c"hi").unwrap(), leaf(s, c"lo").unwrap());
+        assert_eq!(leaf(s, c"nope"), Err(EiffelStatus::NotFound));
+        assert!(last_error().contains("no leaf named `nope`"));
+        let mut drop = EiffelDrop {
+            packet: EiffelPacket::default(),
+            reason: EiffelDropReason::Shutdown,
+        };
+        for (i, l) in [lo, hi, hi, hi, 99].into_iter().enumerate() {
+            let p = EiffelPacket {
+                buffer: i as u32,
+                len: 100,
+                leaf: l,
+                deadline_ns: u64::MAX,
+                ..EiffelPacket::default()
+            };
+            // SAFETY: live scheduler, readable packet, writable drop record.
+            let st = unsafe { eiffel_scheduler_enqueue(s, &p, 0, &mut drop) };
+            if i < 3 {
+                assert_eq!(st, EiffelStatus::Ok);
+            } else {
+                assert_eq!(st, EiffelStatus::Dropped);
+                assert_eq!(drop.packet.buffer, i as u32);
+            }
+        }
+        assert_eq!(drop.reason, EiffelDropReason::Unclassified, "leaf 99");
+        let mut order = Vec::new();
+        let mut out = EiffelPacket::default();
+        // SAFETY: live scheduler, writable out.
+        while unsafe { eiffel_scheduler_dequeue(s, 1, &mut out) } == EiffelStatus::Ok {
+            order.push(out.buffer);
+        }
+        assert_eq!(order, [1, 2, 0], "strict priority");
+        let mut c = EiffelCounters::default();
+        // SAFETY: live scheduler, writable out.
+        let st = unsafe { eiffel_scheduler_counters(s, &mut c) };
+        assert_eq!(st, EiffelStatus::Ok);
+        assert_eq!(
+            (c.enqueued, c.dequeued, c.dropped, c.backlog_packets),
+            (5, 3, 2, 0)
+        );
+        assert_eq!(c.dropped_packets[EiffelDropReason::LeafFull as usize], 1);
+        // SAFETY: live scheduler; indices in and out of range.
+        unsafe {
+            assert_eq!(eiffel_scheduler_node_count(s), 3);
+            let p = CStr::from_ptr(eiffel_scheduler_node_path(s, 1));
+            assert_eq!(p.to_str(), Ok("root/hi"));
+            assert!(eiffel_scheduler_node_path(s, 3).is_null());
+            assert_eq!(
+                eiffel_scheduler_node_counters(s, 1, &mut c),
+                EiffelStatus::Ok
+            );
+            assert_eq!((c.enqueued, c.dequeued, c.dropped), (3, 2, 1));
+            assert_eq!(
+                eiffel_scheduler_node_counters(s, 3, &mut c),
+                EiffelStatus::NotFound
+            );
+            eiffel_scheduler_free(s);
+        }
+    }
+
+    #[test]
+    fn null_pointers_and_bad_policies_are_errors() {
+        let mut s = null_mut();
+        // SAFETY: NULL arguments are allowed and reported.
+        unsafe {
+            assert_eq!(
+                eiffel_scheduler_load(null(), &mut s),
+                EiffelStatus::NullArgument
+            );
+            assert_eq!(
+                eiffel_scheduler_load(c"x".as_ptr(), null_mut()),
+                EiffelStatus::NullArgument
+            );
+            assert_eq!(
+                eiffel_scheduler_dequeue(null_mut(), 0, null_mut()),
+                EiffelStatus::NullArgument
+            );
+            assert_eq!(eiffel_scheduler_node_count(null()), 0);
+            eiffel_scheduler_free(null_mut());
+            let st = eiffel_scheduler_parse(
+                c"[[node]]\nname = 3\n".as_ptr(),
+                c"bad.toml".as_ptr(),
+                &mut s,
+            );
+            assert_eq!(st, EiffelStatus::Policy);
+        }
+        assert!(s.is_null(), "untouched on error");
+        assert!(last_error().starts_with("bad.toml:2:"), "{}", last_error());
+        let s = load();
+        // SAFETY: a live scheduler, NULL outs reported.
+        unsafe {
+            assert_eq!(
+                eiffel_scheduler_dequeue(s, 0, null_mut()),
+                EiffelStatus::NullArgument
+            );
+            assert_eq!(
+                eiffel_scheduler_enqueue(s, null(), 0, null_mut()),
+                EiffelStatus::NullArgument
+            );
+            let mut at = 0;
+            assert_eq!(
+                eiffel_scheduler_next_ready(s, 0, &mut at),
+                EiffelStatus::Empty
+            );
+            eiffel_scheduler_free(s);
+        }
+        assert!(eiffel_drop_reason_name(99).is_null());
+        // SAFETY: a valid reason gives a static NUL-terminated name.
+        let name = unsafe { CStr::from_ptr(eiffel_drop_reason_name(1)) };
+        assert_eq!(name.to_str(), Ok("leaf_full"));
+    }
+
+    #[test]
+    fn a_panic_is_an_internal_error_and_poisons_the_scheduler() {
+        let s = load();
+        // SAFETY: a live scheduler used by this thread only.
+        let st = with_scheduler(unsafe { s.as_mut() }, |_| panic!("boom"));
+        assert_eq!(st, EiffelStatus::Internal);
+        assert_eq!(last_error(), "internal error: boom");
+        let mut out = EiffelPacket::default();
+        // SAFETY: a live scheduler, writable out.
+        unsafe {
+            assert_eq!(
+                eiffel_scheduler_dequeue(s, 0, &mut out),
+                EiffelStatus::Poisoned
+            );
+            eiffel_scheduler_free(s);
+        }
+    }
+}
