@@ -99,8 +99,10 @@ fn sibling_workload(policy: &Path) -> Option<PathBuf> {
         .find(|c| c.is_file())
 }
 
+type BoxError = Box<dyn std::error::Error>;
+
 /// Runs the command.
-pub fn run(args: &RunArgs) -> Result<(), Box<dyn std::error::Error>> {
+pub fn run(args: &RunArgs) -> Result<(), BoxError> {
     if let Some(path) = &args.plot {
         check_plot_path(path)?;
     }
@@ -110,37 +112,58 @@ pub fn run(args: &RunArgs) -> Result<(), Box<dyn std::error::Error>> {
     if let (Some(pcap), Some(policy)) = (&args.pcap, &args.policy) {
         return crate::replay::run(args, policy, pcap);
     }
-    let (policy, workload) = match &args.policy {
-        None => {
-            let policy = Policy::parse_with(
-                FIG6_POLICY,
-                "examples/policies/fig6.toml (built in)",
-                &limits,
-            )?;
-            let workload = match &args.workload {
-                Some(w) => WorkloadFile::load(w)?,
-                None => {
-                    WorkloadFile::parse(FIG6_WORKLOAD, "examples/workloads/fig6.toml (built in)")?
-                }
-            };
-            (policy, workload)
-        }
-        Some(p) => {
-            let policy = Policy::load_with(p, &limits)?;
-            let path = match &args.workload {
-                Some(w) => w.clone(),
-                None => sibling_workload(p).ok_or_else(|| {
-                    format!(
-                        "no workload for {}: give --workload FILE (none found at ../workloads/{}.toml)",
-                        p.display(),
-                        p.file_stem().map_or(String::new(), |s| s.to_string_lossy().into_owned())
-                    )
-                })?,
-            };
-            (policy, WorkloadFile::load(&path)?)
-        }
+    let (policy, workload) = load_inputs(args, &limits)?;
+    let opts = run_options(args, &workload)?;
+    let others = args
+        .compare
+        .iter()
+        .map(|p| Policy::load_with(p, &limits))
+        .collect::<Result<Vec<_>, _>>()?;
+    let events = admit(args, &limits, &workload, &opts, &policy, &others)?;
+    let report = run_one(&policy, &workload, opts, events);
+    let compared: Vec<RunReport> = others
+        .iter()
+        .map(|p| run_one(p, &workload, opts, events))
+        .collect();
+    if let Some(path) = &args.plot {
+        plot(&report, path).map_err(|e| format!("--plot {}: {e}", path.display()))?;
+    }
+    print_reports(args, &report, &compared)
+}
+
+/// The policy and the workload: the built-in Fig. 6 pair, or the files given
+/// (the workload found beside the policy when `--workload` is absent).
+fn load_inputs(args: &RunArgs, limits: &Limits) -> Result<(Policy, WorkloadFile), BoxError> {
+    let Some(p) = &args.policy else {
+        let policy = Policy::parse_with(
+            FIG6_POLICY,
+            "examples/policies/fig6.toml (built in)",
+            limits,
+        )?;
+        let workload = match &args.workload {
+            Some(w) => WorkloadFile::load(w)?,
+            None => WorkloadFile::parse(FIG6_WORKLOAD, "examples/workloads/fig6.toml (built in)")?,
+        };
+        return Ok((policy, workload));
     };
-    let mut opts = RunOptions::from_workload(&workload);
+    let policy = Policy::load_with(p, limits)?;
+    let path = match &args.workload {
+        Some(w) => w.clone(),
+        None => sibling_workload(p).ok_or_else(|| {
+            format!(
+                "no workload for {}: give --workload FILE (none found at ../workloads/{}.toml)",
+                p.display(),
+                p.file_stem()
+                    .map_or(String::new(), |s| s.to_string_lossy().into_owned())
+            )
+        })?,
+    };
+    Ok((policy, WorkloadFile::load(&path)?))
+}
+
+/// The workload's run options with the command line's overrides.
+fn run_options(args: &RunArgs, workload: &WorkloadFile) -> Result<RunOptions, BoxError> {
+    let mut opts = RunOptions::from_workload(workload);
     if let Some(r) = args.link_rate {
         if r == 0 {
             return Err("--link-rate must be positive".into());
@@ -156,18 +179,26 @@ pub fn run(args: &RunArgs) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(s) = args.seed {
         opts.seed = s;
     }
-    let others = args
-        .compare
-        .iter()
-        .map(|p| Policy::load_with(p, &limits))
-        .collect::<Result<Vec<_>, _>>()?;
+    Ok(opts)
+}
+
+/// Checks every run against the memory and event limits before any starts;
+/// returns the events of all runs together.
+fn admit(
+    args: &RunArgs,
+    limits: &Limits,
+    workload: &WorkloadFile,
+    opts: &RunOptions,
+    policy: &Policy,
+    others: &[Policy],
+) -> Result<u64, BoxError> {
     let mut events = 0u64;
-    for p in std::iter::once(&policy).chain(&others) {
-        for warning in eiffel_policy::run::check_fits(p, &workload)? {
+    for p in std::iter::once(policy).chain(others) {
+        for warning in eiffel_policy::run::check_fits(p, workload)? {
             eprintln!("eiffel run: warning: {warning}");
         }
-        let cost = eiffel_policy::run::estimate(p, &workload, &opts);
-        cost.memory.check(&limits)?;
+        let cost = eiffel_policy::run::estimate(p, workload, opts);
+        cost.memory.check(limits)?;
         events = events.saturating_add(cost.run.events());
     }
     if events > args.max_events {
@@ -180,32 +211,33 @@ pub fn run(args: &RunArgs) -> Result<(), Box<dyn std::error::Error>> {
         )
         .into());
     }
-    let report = run_one(&policy, &workload, opts, events);
-    let compared: Vec<RunReport> = others
-        .iter()
-        .map(|p| run_one(p, &workload, opts, events))
-        .collect();
-    if let Some(path) = &args.plot {
-        plot(&report, path).map_err(|e| format!("--plot {}: {e}", path.display()))?;
-    }
+    Ok(events)
+}
+
+/// Prints the run's report (and the compared runs'), as JSON or as tables.
+fn print_reports(
+    args: &RunArgs,
+    report: &RunReport,
+    compared: &[RunReport],
+) -> Result<(), BoxError> {
     if args.json {
         if compared.is_empty() {
-            println!("{}", serde_json::to_string_pretty(&report)?);
+            println!("{}", serde_json::to_string_pretty(report)?);
         } else {
-            let runs: Vec<&RunReport> = std::iter::once(&report).chain(&compared).collect();
+            let runs: Vec<&RunReport> = std::iter::once(report).chain(compared).collect();
             println!(
                 "{}",
                 serde_json::to_string_pretty(&serde_json::json!({ "runs": runs }))?
             );
         }
-    } else {
-        print!("{}", render(&report));
-        if !compared.is_empty() {
-            print!("\n{}", render_comparison(&report, &compared));
-        }
-        if let Some(path) = &args.plot {
-            println!("rates over time written to {}", path.display());
-        }
+        return Ok(());
+    }
+    print!("{}", render(report));
+    if !compared.is_empty() {
+        print!("\n{}", render_comparison(report, compared));
+    }
+    if let Some(path) = &args.plot {
+        println!("rates over time written to {}", path.display());
     }
     Ok(())
 }

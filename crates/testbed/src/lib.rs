@@ -627,6 +627,7 @@ impl Testbed {
         Ok(bed)
     }
 
+    /// Creates the namespaces, the veth pairs, their offloads and addresses.
     fn build(&mut self) -> Result<(), TestbedError> {
         for role in [Role::Sender, Role::Middle, Role::Receiver] {
             let name = format!("{}-{}", self.id, role.suffix());
@@ -634,15 +635,29 @@ impl Testbed {
             self.names[role.index()] = name;
             self.ip(role, &["link", "set", "lo", "up"])?;
         }
-        let (s, m, r) = (
-            self.names[0].clone(),
-            self.names[1].clone(),
-            self.names[2].clone(),
-        );
+        self.add_veths()?;
+        for dev in [MIDDLE_IN, MIDDLE_OUT] {
+            self.ip(
+                Role::Middle,
+                &["link", "set", "dev", dev, "addrgenmode", "none"],
+            )?;
+        }
+        self.set_offloads()?;
+        self.add_addresses()?;
+        for (role, dev) in self.interfaces() {
+            self.ip(role, &["link", "set", "dev", dev, "up"])?;
+        }
+        Ok(())
+    }
+
+    /// The two veth pairs, sender to middle and middle to receiver, with
+    /// `self.queues` queues each way.
+    fn add_veths(&self) -> Result<(), TestbedError> {
+        let (s, m, r) = (&self.names[0], &self.names[1], &self.names[2]);
         let q = self.queues.to_string();
         for (ns, a, b, peer_ns) in [
-            (&s, SENDER_IF, MIDDLE_IN, &m),
-            (&m, MIDDLE_OUT, RECEIVER_IF, &r),
+            (s, SENDER_IF, MIDDLE_IN, m),
+            (m, MIDDLE_OUT, RECEIVER_IF, r),
         ] {
             run_ok(
                 ip(&[
@@ -670,72 +685,39 @@ impl Testbed {
                 SETUP_TIMEOUT,
             )?;
         }
-        for dev in [MIDDLE_IN, MIDDLE_OUT] {
-            self.ip(
-                Role::Middle,
-                &["link", "set", "dev", dev, "addrgenmode", "none"],
-            )?;
-        }
+        Ok(())
+    }
+
+    /// Segmentation and receive offloads off on every interface; transmit
+    /// checksum offload as `self.offloads` says.
+    fn set_offloads(&self) -> Result<(), TestbedError> {
+        let tx = match self.offloads {
+            Offloads::AllOff => "off",
+            Offloads::ChecksumOn => "on",
+        };
         for (role, dev) in self.interfaces() {
             self.run_ok(
                 role,
                 &[
-                    "ethtool",
-                    "-K",
-                    dev,
-                    "tx",
-                    match self.offloads {
-                        Offloads::AllOff => "off",
-                        Offloads::ChecksumOn => "on",
-                    },
-                    "tso",
-                    "off",
-                    "gso",
-                    "off",
-                    "gro",
-                    "off",
+                    "ethtool", "-K", dev, "tx", tx, "tso", "off", "gso", "off", "gro", "off",
                 ],
                 SETUP_TIMEOUT,
             )?;
         }
-        self.ip(
-            Role::Sender,
-            &["addr", "add", &format!("{SENDER_V4}/24"), "dev", SENDER_IF],
-        )?;
-        self.ip(
-            Role::Receiver,
-            &[
-                "addr",
-                "add",
-                &format!("{RECEIVER_V4}/24"),
-                "dev",
-                RECEIVER_IF,
-            ],
-        )?;
-        self.ip(
-            Role::Sender,
-            &[
-                "addr",
-                "add",
-                &format!("{SENDER_V6}/64"),
-                "dev",
-                SENDER_IF,
-                "nodad",
-            ],
-        )?;
-        self.ip(
-            Role::Receiver,
-            &[
-                "addr",
-                "add",
-                &format!("{RECEIVER_V6}/64"),
-                "dev",
-                RECEIVER_IF,
-                "nodad",
-            ],
-        )?;
-        for (role, dev) in self.interfaces() {
-            self.ip(role, &["link", "set", "dev", dev, "up"])?;
+        Ok(())
+    }
+
+    /// The sender's and the receiver's IPv4 and IPv6 addresses.
+    fn add_addresses(&self) -> Result<(), TestbedError> {
+        for (role, dev, v4, v6) in [
+            (Role::Sender, SENDER_IF, SENDER_V4, SENDER_V6),
+            (Role::Receiver, RECEIVER_IF, RECEIVER_V4, RECEIVER_V6),
+        ] {
+            self.ip(role, &["addr", "add", &format!("{v4}/24"), "dev", dev])?;
+            self.ip(
+                role,
+                &["addr", "add", &format!("{v6}/64"), "dev", dev, "nodad"],
+            )?;
         }
         Ok(())
     }
