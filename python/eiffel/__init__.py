@@ -2,7 +2,8 @@
 
 Run a scheduling policy (a TOML policy file) on a workload file or a packet
 capture over an emulated link and get the same report as ``eiffel run --json``;
-or drive Eiffel's policy trees, fair-queueing schedulers and bucketed integer
+run a network scenario (topology, traffic, schemes) packet by packet and get
+the same report as ``eiffel sim --json``; or drive Eiffel's policy trees, fair-queueing schedulers and bucketed integer
 priority queues directly from your own simulator.
 
 >>> import eiffel
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Optional, Sequence, Union
 
 from ._eiffel import (
     EiffelError,
@@ -25,6 +26,7 @@ from ._eiffel import (
     Scheduler,
     check,
     run_json as _run_json,
+    simulate_json as _simulate_json,
 )
 
 __all__ = [
@@ -35,6 +37,7 @@ __all__ = [
     "Scheduler",
     "check",
     "run",
+    "simulate",
     "to_dataframes",
 ]
 
@@ -94,13 +97,88 @@ def run(
     return json.loads(text)
 
 
-def to_dataframes(report: Dict[str, Any]) -> Dict[str, Any]:
-    """The tables of a :func:`run` report as pandas DataFrames.
+def simulate(
+    scenario: PathLike,
+    quick: bool = False,
+    schemes: Optional[Sequence[str]] = None,
+    loads: Optional[Sequence[float]] = None,
+    seeds: Optional[Sequence[int]] = None,
+    jobs: int = 0,
+    max_memory: Optional[Quantity] = None,
+    check: bool = False,
+) -> Dict[str, Any]:
+    """Run a network scenario packet by packet, swept over schemes, loads and seeds.
 
-    Returns a dict with ``nodes`` (indexed by path), ``flows`` (by name),
-    ``series`` (rates over time: one column per leaf, indexed by the bin's
-    start in seconds) and ``totals`` (a one-row frame). Drops by reason become
-    ``drops.<reason>`` columns and flow completion times ``fct.<field>``.
+    The sweep is ``eiffel sim``'s (the same engine, in parallel, deterministic
+    for a seed whatever the number of threads), and the result has the fields
+    of ``eiffel sim --json``: ``scenario``, ``title``, ``schemes``, ``loads``,
+    ``seeds``, ``results`` (flow completion times and slowdowns by scheme,
+    load, traffic and size class), ``coflows``, ``delays`` (observed flows),
+    ``long_lived`` (goodput and Jain's index), ``runs`` (per-run counters:
+    events, drops, ECN marks, timeouts...), ``ports`` (the busiest ports),
+    ``queues`` (sampled occupancy) and ``panels`` (the scenario's figures).
+
+    Args:
+        scenario: the scenario file (see ``examples/scenarios/``).
+        quick: apply the scenario's ``[quick]`` section (``--quick``).
+        schemes: only these schemes, by name (``--scheme``).
+        loads: only these loads, fractions of host link capacity in (0, 2]
+            (``--loads``).
+        seeds: these seeds instead of the scenario's (``--seeds``).
+        jobs: runs in parallel; 0 is one per core (``--jobs``).
+        max_memory: refuse a sweep estimated to need more, bytes or a string
+            such as ``"8GiB"`` (default: 80% of the available memory).
+        check: verify every packet balance at every port after each run.
+
+    Raises:
+        EiffelError: a scenario (or a policy it names) that cannot be used, with
+            the file, line and key; an unknown scheme, a load outside (0, 2];
+            a sweep above ``max_memory``, with the estimate.
+        ValueError: ``max_memory`` without a valid unit.
+    """
+    text = _simulate_json(
+        os.fspath(scenario),
+        quick=quick,
+        schemes=None if schemes is None else list(schemes),
+        loads=None if loads is None else [float(x) for x in loads],
+        seeds=None if seeds is None else list(seeds),
+        jobs=jobs,
+        max_memory=max_memory,
+        check=check,
+    )
+    return json.loads(text)
+
+
+_SIM_TABLES = ("results", "coflows", "delays", "long_lived", "runs", "ports", "queues")
+
+
+def _sim_dataframes(pd: Any, report: Dict[str, Any]) -> Dict[str, Any]:
+    out = {}
+    for name in _SIM_TABLES:
+        rows = report.get(name, [])
+        if name == "ports":
+            rows = [
+                {**{k: v for k, v in r.items() if k != "drop_reasons"}, "drops": dict(r["drop_reasons"])}
+                for r in rows
+            ]
+        out[name] = pd.json_normalize(rows) if rows else pd.DataFrame()
+    return out
+
+
+def to_dataframes(report: Dict[str, Any]) -> Dict[str, Any]:
+    """The tables of a :func:`run` or :func:`simulate` report as pandas DataFrames.
+
+    For a :func:`run` report, a dict with ``nodes`` (indexed by path),
+    ``flows`` (by name), ``series`` (rates over time: one column per leaf,
+    indexed by the bin's start in seconds) and ``totals`` (a one-row frame).
+    Drops by reason become ``drops.<reason>`` columns and flow completion times
+    ``fct.<field>``.
+
+    For a :func:`simulate` report, a dict with one frame per table:
+    ``results``, ``coflows``, ``delays``, ``long_lived``, ``runs``, ``ports``
+    (drops by reason as ``drops.<reason>`` columns) and ``queues``, each row
+    keyed by its ``scheme``, ``load`` (and ``seed``) columns; an empty table is
+    an empty frame.
 
     Raises:
         ImportError: pandas is not installed (``pip install pandas``).
@@ -109,6 +187,8 @@ def to_dataframes(report: Dict[str, Any]) -> Dict[str, Any]:
         import pandas as pd
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise ImportError("eiffel.to_dataframes needs pandas: pip install pandas") from e
+    if "results" in report and "runs" in report:
+        return _sim_dataframes(pd, report)
     nodes = pd.json_normalize(report["nodes"]).set_index("path")
     flows = pd.json_normalize(report["flows"]).set_index("name")
     bin_s = report["bin_ns"] / 1e9

@@ -3,7 +3,7 @@
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 class EiffelError(Exception):
-    """A policy, workload or capture that cannot be used."""
+    """A policy, workload, capture or scenario that cannot be used."""
 
 def run_json(
     policy: Optional[str] = None,
@@ -13,6 +13,17 @@ def run_json(
     link_rate: Optional[Union[int, str]] = None,
     seed: Optional[int] = None,
 ) -> str: ...
+def simulate_json(
+    scenario: str,
+    quick: bool = False,
+    schemes: Optional[List[str]] = None,
+    loads: Optional[List[float]] = None,
+    seeds: Optional[List[int]] = None,
+    jobs: int = 0,
+    max_memory: Optional[Union[int, str]] = None,
+    check: bool = False,
+) -> str:
+    """A network scenario's sweep as ``eiffel sim --json`` prints it."""
 def check(policy: str) -> str:
     """Validate a policy file; the compiled tree as ``eiffel check`` prints it."""
 

@@ -1,7 +1,7 @@
 //! Quantities from Python: a number in base units (ns, bits per second) or a
 //! string with a unit (`"500ms"`, `"10Gbit"`), the grammar of policy files.
 
-use eiffel_policy::units::{self, RateUnit, TimeUnit};
+use eiffel_policy::units::{self, RateUnit, SizeUnit, TimeUnit};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
@@ -13,6 +13,11 @@ pub(crate) fn duration(v: &Bound<'_, PyAny>, what: &str) -> PyResult<u64> {
 /// A rate in bits per second from an int or a string with a unit.
 pub(crate) fn rate(v: &Bound<'_, PyAny>, what: &str) -> PyResult<u64> {
     quantity(v, what, |s| units::parse::<RateUnit>(s).map(|q| q.get()))
+}
+
+/// A size in bytes from an int or a string with a unit (`"8GiB"`).
+pub(crate) fn size(v: &Bound<'_, PyAny>, what: &str) -> PyResult<u64> {
+    quantity(v, what, |s| units::parse::<SizeUnit>(s).map(|q| q.get()))
 }
 
 fn quantity<E: std::fmt::Display>(

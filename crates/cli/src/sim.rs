@@ -42,6 +42,9 @@ pub struct SimArgs {
     /// Only these loads, e.g. "0.2,0.8".
     #[arg(long, value_delimiter = ',')]
     pub loads: Vec<f64>,
+    /// Only these seeds, e.g. "1,2,3" (instead of the scenario's).
+    #[arg(long, value_delimiter = ',')]
+    pub seeds: Vec<u64>,
     /// Verify every packet balance at every port at the end of each run.
     #[arg(long)]
     pub check: bool,
@@ -51,19 +54,6 @@ fn parse_size(s: &str) -> Result<u64, units::UnitError> {
     units::parse::<SizeUnit>(s).map(|q| q.get())
 }
 
-/// 80% of `MemAvailable` from /proc/meminfo, if readable.
-fn default_memory_limit() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("MemAvailable:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|kb| kb.parse::<u64>().ok())
-        })
-        .map_or(u64::MAX, |kb| kb * 1024 / 5 * 4)
-}
-
 /// Runs the command.
 pub fn run(args: &SimArgs) -> Result<(), Box<dyn std::error::Error>> {
     let mut scenario = Scenario::load(&args.scenario)?;
@@ -71,27 +61,23 @@ pub fn run(args: &SimArgs) -> Result<(), Box<dyn std::error::Error>> {
         scenario.make_quick();
     }
     if !args.schemes.is_empty() {
-        for s in &args.schemes {
-            if !scenario.schemes.iter().any(|x| &x.name == s) {
-                let names: Vec<&str> = scenario.schemes.iter().map(|x| x.name.as_str()).collect();
-                return Err(format!(
-                    "--scheme {s}: the scenario's schemes are {}",
-                    names.join(", ")
-                )
-                .into());
-            }
-        }
-        scenario.schemes.retain(|x| args.schemes.contains(&x.name));
+        scenario
+            .keep_schemes(&args.schemes)
+            .map_err(|e| format!("--scheme: {e}"))?;
     }
     if !args.loads.is_empty() {
-        if let Some(l) = args.loads.iter().find(|&&l| !(l > 0.0 && l <= 2.0)) {
-            return Err(format!("--loads: {l} is outside (0, 2]").into());
-        }
-        scenario.loads.clone_from(&args.loads);
+        scenario
+            .set_loads(&args.loads)
+            .map_err(|e| format!("--loads: {e}"))?;
+    }
+    if !args.seeds.is_empty() {
+        scenario
+            .set_seeds(&args.seeds)
+            .map_err(|e| format!("--seeds: {e}"))?;
     }
     let opts = SweepOptions {
         jobs: args.jobs,
-        max_memory: args.max_memory.unwrap_or_else(default_memory_limit),
+        max_memory: args.max_memory.unwrap_or_else(sweep::default_memory_limit),
         check: args.check,
     };
     let total = sweep::plan(&scenario).len();

@@ -42,6 +42,21 @@ impl Default for SweepOptions {
     }
 }
 
+/// The default memory limit of a sweep: 80% of the memory available
+/// (`MemAvailable` in /proc/meminfo), or no limit where that cannot be read.
+#[must_use]
+pub fn default_memory_limit() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("MemAvailable:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<u64>().ok())
+        })
+        .map_or(u64::MAX, |kb| kb * 1024 / 5 * 4)
+}
+
 /// One run of a sweep.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RunKey {

@@ -56,6 +56,37 @@ fn the_base_scenario_parses() {
 }
 
 #[test]
+fn a_sweep_is_narrowed_by_scheme_load_and_seed() {
+    let two =
+        format!("{BASE}[[scheme]]\nname = \"dctcp\"\ntransport = \"dctcp\"\npolicy = \"fifo\"\n");
+    let mut s = parse(&two).unwrap();
+    assert!(matches!(
+        s.keep_schemes(&["udp"]),
+        Err(ScenarioError::UnknownScheme { ref name, ref known }) if name == "udp" && known == "tcp, dctcp"
+    ));
+    assert!(matches!(
+        s.keep_schemes::<&str>(&[]),
+        Err(ScenarioError::Empty("scheme"))
+    ));
+    assert_eq!(s.schemes.len(), 2, "a refused selection changes nothing");
+    s.keep_schemes(&["dctcp"]).unwrap();
+    assert_eq!(s.schemes.len(), 1);
+    assert_eq!(s.schemes[0].name, "dctcp");
+    assert!(matches!(s.set_loads(&[0.5, 2.5]), Err(ScenarioError::Load(l)) if l == 2.5));
+    assert!(matches!(
+        s.set_loads(&[f64::NAN]),
+        Err(ScenarioError::Load(_))
+    ));
+    assert!(matches!(
+        s.set_seeds(&[]),
+        Err(ScenarioError::Empty("seed"))
+    ));
+    s.set_loads(&[0.3, 0.6]).unwrap();
+    s.set_seeds(&[4, 5, 6]).unwrap();
+    assert_eq!(sweep::plan(&s).len(), 6);
+}
+
+#[test]
 fn mistakes_name_file_line_and_key() {
     fails(
         &BASE.replace("size = \"100KB\"", "size = \"100KB\"\ncolour = 3"),

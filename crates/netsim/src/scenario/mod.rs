@@ -72,6 +72,20 @@ pub enum ScenarioError {
     /// A mistake in the scenario file or a file it names, with file, line and key.
     #[error(transparent)]
     File(#[from] PolicyError),
+    /// A scheme asked for by name that the scenario does not have.
+    #[error("scheme {name}: the scenario's schemes are {known}")]
+    UnknownScheme {
+        /// The name asked for.
+        name: String,
+        /// The scenario's schemes, comma-separated.
+        known: String,
+    },
+    /// A load outside (0, 2] asked for.
+    #[error("load {0} is outside (0, 2] (a fraction of host link capacity)")]
+    Load(f64),
+    /// An empty list of loads or seeds asked for.
+    #[error("give at least one {0}")]
+    Empty(&'static str),
 }
 
 /// What `--quick` changes.
@@ -276,6 +290,56 @@ impl Scenario {
             report,
             quick,
         })
+    }
+
+    /// Keeps only the schemes named in `names`, in the scenario's order.
+    ///
+    /// # Errors
+    /// A name that is not one of the scenario's schemes, or no names.
+    pub fn keep_schemes<S: AsRef<str>>(&mut self, names: &[S]) -> Result<(), ScenarioError> {
+        if names.is_empty() {
+            return Err(ScenarioError::Empty("scheme"));
+        }
+        if let Some(n) = names
+            .iter()
+            .find(|n| !self.schemes.iter().any(|x| x.name == n.as_ref()))
+        {
+            let known: Vec<&str> = self.schemes.iter().map(|x| x.name.as_str()).collect();
+            return Err(ScenarioError::UnknownScheme {
+                name: n.as_ref().to_owned(),
+                known: known.join(", "),
+            });
+        }
+        self.schemes
+            .retain(|x| names.iter().any(|n| n.as_ref() == x.name));
+        Ok(())
+    }
+
+    /// Sweeps `loads` instead of the file's.
+    ///
+    /// # Errors
+    /// A load outside (0, 2], or no loads.
+    pub fn set_loads(&mut self, loads: &[f64]) -> Result<(), ScenarioError> {
+        if loads.is_empty() {
+            return Err(ScenarioError::Empty("load"));
+        }
+        if let Some(&l) = loads.iter().find(|&&l| !(l > 0.0 && l <= 2.0)) {
+            return Err(ScenarioError::Load(l));
+        }
+        self.loads = loads.to_vec();
+        Ok(())
+    }
+
+    /// Repeats every run with `seeds` instead of the file's.
+    ///
+    /// # Errors
+    /// No seeds.
+    pub fn set_seeds(&mut self, seeds: &[u64]) -> Result<(), ScenarioError> {
+        if seeds.is_empty() {
+            return Err(ScenarioError::Empty("seed"));
+        }
+        self.seeds = seeds.to_vec();
+        Ok(())
     }
 
     /// Applies the `[quick]` section.
