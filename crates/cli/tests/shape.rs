@@ -534,9 +534,12 @@ fn loss_run(arch: &str) {
     );
     // Drops after the last datagram that got through, and datagrams still queued
     // when the receiver stopped counting, are not iperf3 losses: at most a
-    // queue's worth.
+    // queue's worth, plus the drops of the sender's last moments (it sends at
+    // twice the limit, and on a loaded machine its end and the receiver's drift
+    // apart by some milliseconds): 1% of what was sent.
+    let tail = LOSS_QUEUE + 10 + u.packets / 100;
     assert!(
-        drops <= u.lost_packets + LOSS_QUEUE + 10,
+        drops <= u.lost_packets + tail,
         "{arch}: {drops} drops but only {} losses ({arch_detail})",
         u.lost_packets
     );
@@ -1133,7 +1136,7 @@ fn metrics_endpoint() {
         assert!((rate / 4e6 - 1.0).abs() < 0.2, "slow at {rate} bit/s");
         assert_eq!(metric(page, "eiffel_node_limit_bits_per_second", slow), 4e6);
         assert!(metric(page, "eiffel_node_backlog_packets", slow) > 300.0);
-        let drops = "node=\"root/slow\",reason=\"flow_limit\"";
+        let drops = "node=\"root/slow\",reason=\"leaf_full\"";
         assert!(metric(page, "eiffel_node_dropped_packets_total", drops) > 0.0);
         let sent = metric(page, "eiffel_node_sent_packets_total", slow);
         assert!(metric(page, "eiffel_node_sent_bytes_total", slow) >= sent * 1000.0);
