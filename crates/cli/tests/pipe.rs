@@ -2,17 +2,21 @@
 //! the command quietly by `SIGPIPE` (status 141 in a shell): no panic message and
 //! not the panic's status 101.
 
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 
 const EIFFEL: &str = env!("CARGO_BIN_EXE_eiffel");
 
 /// Runs `eiffel args` with a standard output whose reader is already closed, so its
-/// first write fails with `EPIPE`.
+/// first write fails with `EPIPE` (a connected stream socket behaves as a pipe here:
+/// a write after the peer closed raises `SIGPIPE`).
 #[track_caller]
 fn ends_quietly(args: &[&str]) {
-    let (reader, writer) = std::io::pipe().expect("a pipe");
+    let (reader, writer) = UnixStream::pair().expect("a socket pair");
     drop(reader);
+    let writer = OwnedFd::from(writer);
     let out = Command::new(EIFFEL)
         .args(args)
         .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
