@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
 mod check;
+mod out;
 mod replay;
 mod run;
 mod shape;
@@ -44,6 +45,9 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if writes_only_to_stdout(&cli.command) {
+        out::die_on_broken_pipe();
+    }
     let result = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Check(args) => check::run(&args),
@@ -54,9 +58,21 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(err) if out::is_broken_pipe(&*err) => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("eiffel: {err}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// Commands whose only pipe is standard output: a reader that goes away (`| head`)
+/// ends them quietly by `SIGPIPE`, as it ends `cat`. `shape`, `stats` and `bench`
+/// write to sockets too, where a gone peer must be an error and not a silent death,
+/// so they keep `SIGPIPE` ignored and write their results through [`out`].
+fn writes_only_to_stdout(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Run(_) | Command::Check(_) | Command::Sim(_)
+    )
 }

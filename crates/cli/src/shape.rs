@@ -385,9 +385,9 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
     eprintln!("eiffel shape: {reason}: stopping (draining for up to {drain:?})");
     let last = bump.stop(drain);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&last)?);
+        crate::out::print(&format!("{}\n", serde_json::to_string_pretty(&last)?))?;
     } else {
-        print!("{}", render(&last));
+        crate::out::print(&render(&last))?;
     }
     if !last.accounting.balanced() || last.accounting.queued != 0 {
         return Err(format!("frames unaccounted for at exit: {:?}", last.accounting).into());

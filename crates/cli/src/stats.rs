@@ -189,9 +189,9 @@ pub fn run(args: &StatsArgs) -> Result<(), Box<dyn std::error::Error>> {
     let snap: Snapshot = serde_json::from_value(value)
         .map_err(|e| format!("unexpected answer from {}: {e}", path.display()))?;
     if args.json {
-        println!("{}", text.trim_end());
+        crate::out::print(&format!("{}\n", text.trim_end()))?;
     } else {
-        print!("{}", render(&snap));
+        crate::out::print(&render(&snap))?;
     }
     Ok(())
 }
@@ -204,20 +204,20 @@ fn reload(args: &StatsArgs, path: &Path) -> Result<(), Box<dyn std::error::Error
     let answer: ReloadAnswer = serde_json::from_value(value)
         .map_err(|e| format!("unexpected answer from {}: {e}", path.display()))?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&answer)?);
+        crate::out::print(&format!("{}\n", serde_json::to_string_pretty(&answer)?))?;
     }
     if !answer.ok {
         let why = answer.error.as_deref().unwrap_or("no reason given");
         return Err(format!("reload refused, the old policy keeps running: {why}").into());
     }
     if !args.json {
-        println!(
-            "policy reloaded: {} queued packets moved ({} to the default leaf), {} dropped; link {}",
+        crate::out::print(&format!(
+            "policy reloaded: {} queued packets moved ({} to the default leaf), {} dropped; link {}\n",
             answer.moved,
             answer.to_default,
             answer.dropped,
             fmt_rate(answer.link_rate_bps as f64)
-        );
+        ))?;
     }
     Ok(())
 }

@@ -4,12 +4,12 @@
 
 #[cfg(loom)]
 pub(crate) use loom::sync::{
-    atomic::{AtomicU64, AtomicU8, Ordering},
-    Arc,
+    atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering},
+    Arc, Mutex, MutexGuard,
 };
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::{
-    atomic::{AtomicU64, AtomicU8, Ordering},
-    Arc,
+    atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering},
+    Arc, Mutex, MutexGuard,
 };

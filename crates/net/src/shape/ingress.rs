@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use eiffel_classify::Classifier;
@@ -102,28 +102,7 @@ impl IngressCounters {
 }
 
 /// A classifier waiting to replace the receive thread's (a reload).
-#[derive(Debug, Default)]
-pub(crate) struct ClassifierSlot {
-    pending: AtomicBool,
-    next: Mutex<Option<Classifier>>,
-}
-
-impl ClassifierSlot {
-    pub(crate) fn post(&self, c: Classifier) {
-        *self.next.lock().unwrap_or_else(PoisonError::into_inner) = Some(c);
-        self.pending.store(true, Ordering::Release);
-    }
-
-    fn take(&self) -> Option<Classifier> {
-        if !self.pending.swap(false, Ordering::Acquire) {
-            return None;
-        }
-        self.next
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-    }
-}
+pub(crate) type ClassifierSlot = super::handoff::Handoff<Classifier>;
 
 /// Counters kept across classifier replacements (a new classifier starts at 0).
 #[derive(Clone, Copy, Debug, Default)]

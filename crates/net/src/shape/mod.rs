@@ -60,6 +60,7 @@
 //! reason, so the final [`Snapshot`] balances with nothing queued.
 
 mod egress;
+mod handoff;
 mod ingress;
 pub mod latency;
 pub mod live;
