@@ -130,7 +130,10 @@ pub fn estimate(scenario: &Scenario, workloads: &[Workload], jobs: usize) -> (u6
     let parallel: u64 = (0..jobs)
         .map(|i| per.get(i).copied().unwrap_or(largest))
         .sum();
-    (parallel + wl, largest, wl)
+    // Finished runs keep their results until the report is built.
+    let kept = plan(scenario).len().saturating_sub(jobs) as u64
+        * crate::setup::result_memory(&scenario.topology, flows);
+    (parallel + kept + wl, largest, wl)
 }
 
 /// Generates the workload of every `(load, seed)`, seed-major.
