@@ -103,6 +103,12 @@ pub trait EventQueue {
 
     /// Short name for reports.
     fn name(&self) -> &'static str;
+
+    /// Bytes `with_capacity(capacity, horizon)` allocates, for memory
+    /// estimates.
+    fn memory(capacity: usize, horizon: Duration) -> u64
+    where
+        Self: Sized;
 }
 
 /// A heap entry: ordered so that `BinaryHeap` (a max-heap) pops the earliest
@@ -164,11 +170,22 @@ impl EventQueue for HeapQueue {
     fn name(&self) -> &'static str {
         "binary-heap"
     }
+
+    fn memory(capacity: usize, _horizon: Duration) -> u64 {
+        (capacity * std::mem::size_of::<Entry>()) as u64
+    }
 }
 
 /// Smallest and largest wheel: 1 us and 1 ms of one-nanosecond slots.
 const MIN_SLOTS: usize = 1 << 10;
 const MAX_SLOTS: usize = 1 << 20;
+
+/// Slots of the wheel for `horizon`: one per nanosecond, a power of two.
+fn wheel_slots(horizon: Duration) -> usize {
+    (horizon.as_nanos().max(1) as usize)
+        .next_power_of_two()
+        .clamp(MIN_SLOTS, MAX_SLOTS)
+}
 
 /// Eiffel's timing wheel for the near future, a binary heap beyond it.
 #[derive(Debug)]
@@ -211,9 +228,7 @@ impl WheelQueue {
 
 impl EventQueue for WheelQueue {
     fn with_capacity(capacity: usize, horizon: Duration) -> Self {
-        let slots = (horizon.as_nanos().max(1) as usize)
-            .next_power_of_two()
-            .clamp(MIN_SLOTS, MAX_SLOTS);
+        let slots = wheel_slots(horizon);
         let wheel = TimingWheel::new(WheelConfig::new(slots, 1, capacity.max(1)))
             .expect("a power-of-two wheel of one-nanosecond slots is valid");
         WheelQueue {
@@ -262,6 +277,16 @@ impl EventQueue for WheelQueue {
 
     fn name(&self) -> &'static str {
         "timing-wheel"
+    }
+
+    fn memory(capacity: usize, horizon: Duration) -> u64 {
+        // Per slot: a list head and tail (two u32) and its bitmap bits; per
+        // element: a node (rank, four u32 links, the event) and a free-stack
+        // index; the far heap starts at 64 entries.
+        let slots = wheel_slots(horizon) as u64;
+        let node = std::mem::size_of::<(u64, [u32; 4], Option<Event>)>() as u64 + 4;
+        let far = 64 * std::mem::size_of::<Entry>() as u64;
+        slots * 8 + slots.div_ceil(8) * 2 + (capacity as u64 + 1) * node + far
     }
 }
 

@@ -103,76 +103,153 @@ fn pipe_capacity(topo: &Topology, port: u32) -> usize {
     (l.delay.as_nanos() / per) as usize + 4
 }
 
+/// Port `p` of `topo` for `scheme`, with random loss `loss`, and whether it
+/// is a host's port.
+fn build_port(topo: &Topology, scheme: &Scheme, p: u32, loss: f64) -> (Port, bool) {
+    let spec = &topo.ports()[p as usize];
+    let (buffer, cap, host) = buffer_of(topo, scheme, p);
+    let policy = if host {
+        &scheme.host_policy
+    } else {
+        &scheme.switch_policy
+    };
+    let cfg = PortConfig {
+        rate: spec.link.rate,
+        delay: spec.link.delay,
+        buffer,
+        drop: scheme.drop,
+        ecn_threshold: scheme.ecn_threshold,
+        loss,
+    };
+    let port = Port::new(
+        cfg,
+        tree_for(policy, cap),
+        flow_slots(policy),
+        pipe_capacity(topo, p),
+    );
+    (port, host)
+}
+
 /// The ports of `topo` for `scheme`, and each port's policy index (0: switch
 /// policy, 1: host policy).
 #[must_use]
 pub fn build_ports(topo: &Topology, scheme: &Scheme, extras: &LinkExtras) -> (Vec<Port>, Vec<u8>) {
     let mut ports = Vec::with_capacity(topo.ports().len());
     let mut which = Vec::with_capacity(topo.ports().len());
-    for (i, spec) in topo.ports().iter().enumerate() {
-        let p = i as u32;
-        let (buffer, cap, host) = buffer_of(topo, scheme, p);
-        let policy = if host {
-            &scheme.host_policy
-        } else {
-            &scheme.switch_policy
-        };
+    for i in 0..topo.ports().len() as u32 {
         let loss = extras
             .loss
             .iter()
-            .find(|&&(q, _)| q == p)
+            .find(|&&(q, _)| q == i)
             .map_or(0.0, |&(_, l)| l);
-        let cfg = PortConfig {
-            rate: spec.link.rate,
-            delay: spec.link.delay,
-            buffer,
-            drop: scheme.drop,
-            ecn_threshold: scheme.ecn_threshold,
-            loss,
-        };
-        ports.push(Port::new(
-            cfg,
-            tree_for(policy, cap),
-            flow_slots(policy),
-            pipe_capacity(topo, p),
-        ));
+        let (port, host) = build_port(topo, scheme, i, loss);
+        ports.push(port);
         which.push(u8::from(host));
     }
     (ports, which)
 }
 
+/// Bytes the process's allocator has handed out and not taken back, where
+/// the C library says (glibc).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)]
+fn allocated_bytes() -> Option<u64> {
+    // SAFETY: `mallinfo2` takes no argument, only reads the allocator's
+    // counters under its own locks, and returns a plain struct by value.
+    let m = unsafe { libc::mallinfo2() };
+    Some((m.uordblks + m.hblkhd) as u64)
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn allocated_bytes() -> Option<u64> {
+    None
+}
+
+/// Bytes one port of each kind takes when built, measured by building it
+/// (one at a time, then freed); `None` where the allocator cannot say.
+fn measured_port_bytes(topo: &Topology, scheme: &Scheme, p: u32) -> Option<u64> {
+    let before = allocated_bytes()?;
+    let (port, _) = build_port(topo, scheme, p, 0.0);
+    let after = allocated_bytes()?;
+    drop(port);
+    Some(after.saturating_sub(before))
+}
+
 /// Bytes a run of `scheme` over `topo` with `flows` flows is expected to
-/// allocate: trees (packet pools, per-flow tables, queue buckets), the packet
-/// store, flow state and the event list.
+/// allocate: its ports (trees, packet pools, per-flow tables, queue buckets,
+/// links), the routes, the packet store, flow state, the event list and the
+/// run's result.
 #[must_use]
 pub fn estimate_memory(topo: &Topology, routes: &Routes, scheme: &Scheme, flows: usize) -> u64 {
     let mut total = routes.memory() as u64;
-    let per_tree = |policy: &Policy| -> u64 {
-        let t = tree_for(policy, 1);
-        let mut b = 0u64;
-        for n in t.nodes() {
-            for q in &n.queues {
-                let halves = if q.kind.is_circular() { 2 } else { 1 };
-                b += q.config.buckets as u64 * 16 * halves + q.config.capacity as u64 * 40;
-            }
-            if let Some(pf) = n.spec.per_flow {
-                b += u64::from(pf.max_flows) * 96;
-            }
-        }
-        b
-    };
-    let (sw, host) = (
-        per_tree(&scheme.switch_policy),
-        per_tree(&scheme.host_policy),
-    );
+    // Ports of the same kind (end, buffer, link) take the same bytes: build
+    // one of each and measure it, or model it where the allocator cannot say.
+    let mut kinds: Vec<((bool, u64, u32, usize), u64)> = Vec::new();
     for i in 0..topo.ports().len() as u32 {
         let (buffer, cap, is_host) = buffer_of(topo, scheme, i);
-        let pool = u64::from(cap) * (64 + 56 + 8);
-        let pipe = pipe_capacity(topo, i) as u64 * 16;
-        let fixed = if is_host { host } else { sw };
-        total += pool + pipe + fixed + 12_000 + buffer / 1_000;
+        let pipe = pipe_capacity(topo, i);
+        let key = (is_host, buffer, cap, pipe);
+        let bytes = match kinds.iter().find(|(k, _)| *k == key) {
+            Some(&(_, b)) => b,
+            None => {
+                let policy = if is_host {
+                    &scheme.host_policy
+                } else {
+                    &scheme.switch_policy
+                };
+                let b = measured_port_bytes(topo, scheme, i).unwrap_or_else(|| {
+                    tree_memory(policy, cap)
+                        + u64::from(cap) * (64 + 56 + 8)
+                        + pipe as u64 * 16
+                        + 12_000
+                        + buffer / 1_000
+                });
+                kinds.push((key, b));
+                b
+            }
+        };
+        // The run's packet store: a slot and a free index per packet the
+        // port can hold or have in flight.
+        let store =
+            (u64::from(cap) + pipe as u64) * (std::mem::size_of::<crate::packet::Pkt>() as u64 + 4);
+        total += bytes + store;
     }
-    total + flows as u64 * (std::mem::size_of::<crate::workload::FlowSpec>() as u64 + 520)
+    let events = WheelQueue::memory(
+        crate::sim::event_capacity(topo.ports().len(), flows),
+        crate::sim::event_horizon(topo),
+    );
+    total += events;
+    total += flows as u64 * (std::mem::size_of::<crate::workload::FlowSpec>() as u64 + 520);
+    total += result_memory(topo, flows);
+    // What grows during a run (reorder buffers, the far event heap, occupancy
+    // samples) and the allocator's rounding: a tenth on top.
+    total + total / 10
+}
+
+/// Bytes of a tree of `policy` holding `capacity` packets: its queues'
+/// buckets and element nodes, and its per-flow tables.
+fn tree_memory(policy: &Policy, capacity: u32) -> u64 {
+    let t = tree_for(policy, capacity);
+    let mut b = 0u64;
+    for n in t.nodes() {
+        for q in &n.queues {
+            let halves = if q.kind.is_circular() { 2 } else { 1 };
+            b += q.config.buckets as u64 * 16 * halves + q.config.capacity as u64 * 40;
+        }
+        if let Some(pf) = n.spec.per_flow {
+            b += u64::from(pf.max_flows) * 96;
+        }
+    }
+    b
+}
+
+/// Bytes of one run's result, kept until the sweep's report is built: per
+/// flow its result, per port its counters and latency histogram.
+#[must_use]
+pub fn result_memory(topo: &Topology, flows: usize) -> u64 {
+    let per_port = std::mem::size_of::<crate::sim::PortResult>() as u64 + 2_048;
+    flows as u64 * std::mem::size_of::<crate::sim::FlowResult>() as u64
+        + topo.ports().len() as u64 * per_port
 }
 
 /// Runs `workload` through `scheme` over `topo`, with the default event queue.

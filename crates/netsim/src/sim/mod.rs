@@ -149,6 +149,22 @@ pub struct Counters {
     pub store_full: u64,
 }
 
+/// The event list's expected size for `ports` ports and `flows` flows: per
+/// port a transmission end, an arrival, a wake-up; per flow its start, its
+/// timer and a few superseded timers (an earlier deadline files a new event
+/// and leaves the old one to be ignored).
+#[must_use]
+pub fn event_capacity(ports: usize, flows: usize) -> usize {
+    3 * ports + 8 * flows + 1024
+}
+
+/// The horizon most events fall within: two hops of a full-size packet.
+#[must_use]
+pub fn event_horizon(topo: &Topology) -> Duration {
+    let mtu = 1500;
+    topo.max_hop_time(mtu) + topo.max_hop_time(mtu)
+}
+
 /// One simulation run.
 pub struct Sim<'a, Q: EventQueue = WheelQueue> {
     now: Time,
@@ -210,12 +226,10 @@ impl<'a, Q: EventQueue> Sim<'a, Q> {
             .map(|p| p.tree().spec().capacity as usize + p.in_flight_capacity())
             .sum::<usize>()
             + 64;
-        let mtu = 1500;
-        let horizon = topo.max_hop_time(mtu) + topo.max_hop_time(mtu);
-        // Per port: a transmission end, an arrival, a wake-up; per flow: its start,
-        // its timer and a few superseded timers (an earlier deadline files a new
-        // event and leaves the old one to be ignored).
-        let events = Q::with_capacity(3 * ports.len() + 8 * flows.len() + 1024, horizon);
+        let events = Q::with_capacity(
+            event_capacity(ports.len(), flows.len()),
+            event_horizon(topo),
+        );
         let pending_finite = flows.iter().filter(|f| counts_as_finite(&f.spec)).count();
         let last_stop = flows
             .iter()
