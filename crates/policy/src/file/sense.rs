@@ -34,11 +34,22 @@ pub(super) fn check(
         let Some(p) = shape.parent[i] else {
             continue;
         };
-        let parent = nodes[p].discipline.as_ref().map_or("fifo", |d| d.get_ref());
+        // Under a node whose flows hold sub-policies, the children are ordered
+        // by its `flow_discipline` (FIFO when absent), not by its `discipline`.
+        let (parent, kind) = match (&nodes[p].flows, &nodes[p].flow_discipline) {
+            (Some(_), d) => {
+                let name = d.as_ref().map_or("fifo", |d| d.get_ref());
+                (name, Kind::from_name(name).unwrap_or(kinds[p]))
+            }
+            (None, _) => (
+                nodes[p].discipline.as_ref().map_or("fifo", |d| d.get_ref()),
+                kinds[p],
+            ),
+        };
         // A rank program may read its units' weight and priority.
         let programmed = nodes[p].rank.is_some() || nodes[p].rank_on_dequeue.is_some();
         if let Some(w) = &n.weight {
-            if !programmed && !shares_by_weight(kinds[p]) {
+            if !programmed && !shares_by_weight(kind) {
                 let msg = format!(
                     "a weight has no effect under `{}`, whose discipline `{parent}` does not share by weight (wfq, qfq, drr, wf2q+, hclock and the cq- shares do)",
                     nodes[p].name.get_ref()
@@ -47,7 +58,7 @@ pub(super) fn check(
             }
         }
         if let Some(pr) = &n.priority {
-            if !programmed && kinds[p] != Kind::Ranked(Rank::Strict) {
+            if !programmed && kind != Kind::Ranked(Rank::Strict) {
                 let msg = format!(
                     "a priority has no effect under `{}`, whose discipline `{parent}` is not `strict`",
                     nodes[p].name.get_ref()
