@@ -237,8 +237,42 @@ fn program(i: &mut In<'_>) -> ModalResult<Vec<Stmt>> {
     Ok(stmts)
 }
 
+/// Longest program text, in bytes: it bounds the length of an operator chain,
+/// which the later passes walk recursively.
+pub(crate) const MAX_PROGRAM_BYTES: usize = 4096;
+
+/// Deepest nesting of parentheses and calls: the parser recurses once per level.
+pub(crate) const MAX_NESTING: usize = 32;
+
+/// Refuses a program too long or too deeply nested to parse and lower with
+/// bounded recursion, before the parser recurses.
+fn check_size(text: &str) -> Result<(), SyntaxError> {
+    if text.len() > MAX_PROGRAM_BYTES {
+        return Err(SyntaxError {
+            offset: MAX_PROGRAM_BYTES,
+            message: format!("a rank program is at most {MAX_PROGRAM_BYTES} bytes"),
+        });
+    }
+    let mut depth = 0usize;
+    for (offset, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth > MAX_NESTING {
+            return Err(SyntaxError {
+                offset,
+                message: format!("parentheses and calls nest at most {MAX_NESTING} deep"),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Parses a whole program.
 pub(crate) fn parse(text: &str) -> Result<Vec<Stmt>, SyntaxError> {
+    check_size(text)?;
     program.parse(LocatingSlice::new(text)).map_err(|e| {
         let message = e.inner().to_string();
         SyntaxError {
@@ -255,6 +289,22 @@ pub(crate) fn parse(text: &str) -> Result<Vec<Stmt>, SyntaxError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deep_nesting_and_long_programs_are_refused_before_parsing() {
+        let deep = format!("{}len{}", "(".repeat(1_000), ")".repeat(1_000));
+        let e = parse(&deep).unwrap_err();
+        assert_eq!(e.offset, MAX_NESTING);
+        assert!(e.message.contains("nest at most"), "{}", e.message);
+        let calls = format!("{}len{}", "max(1, ".repeat(40), ")".repeat(40));
+        assert!(parse(&calls).unwrap_err().message.contains("nest at most"));
+        let long = "1 + ".repeat(2_000) + "1";
+        let e = parse(&long).unwrap_err();
+        assert!(e.message.contains("at most 4096 bytes"), "{}", e.message);
+        let ok = format!("{}len{}", "(".repeat(MAX_NESTING), ")".repeat(MAX_NESTING));
+        assert!(parse(&ok).is_ok());
+        assert!(parse(&("1 + ".repeat(1_000) + "1")).is_ok());
+    }
 
     #[test]
     fn precedence_and_positions() {
