@@ -249,3 +249,128 @@ fn every_expr_example_loads() {
     }
     assert!(n >= 8, "only {n} expression examples");
 }
+
+/// How precise the shaper is.
+#[derive(Clone, Copy, Debug)]
+enum Precision {
+    /// As the example file says.
+    AsWritten,
+    /// 1 ns slots, so that a release time 1 ns off changes a departure.
+    Nanosecond,
+}
+
+/// `tbf-expr.toml` with its rate and bucket set to `rate` bit/s and `extra`
+/// bytes beyond one MTU, and the built-in it mirrors: the same leaf with
+/// `flow_limit` and `flow_burst` instead of the release-time programs.
+fn tbf_pair(rate: u64, extra: u64, precision: Precision) -> (Policy, Policy) {
+    let mut doc: toml_edit::DocumentMut = expr_text("tbf").parse().unwrap();
+    if let Precision::Nanosecond = precision {
+        let mut shaper = toml_edit::Table::new();
+        shaper.insert("horizon", toml_edit::value("65536ns"));
+        shaper.insert("slots", toml_edit::value(65536));
+        doc.insert("shaper", toml_edit::Item::Table(shaper));
+    }
+    let node = |doc: &mut toml_edit::DocumentMut| {
+        let nodes = doc["node"].as_array_of_tables_mut().unwrap();
+        nodes.get_mut(0).unwrap().clone()
+    };
+    let mut leaf = node(&mut doc);
+    let constants = leaf["constants"].as_inline_table_mut().unwrap();
+    constants.insert("rate", (rate as i64).into());
+    constants.insert("extra", (extra as i64).into());
+    *doc["node"]
+        .as_array_of_tables_mut()
+        .unwrap()
+        .get_mut(0)
+        .unwrap() = leaf.clone();
+    let expr = doc.to_string();
+    for k in ["shape", "shape_on_dequeue", "shape_state", "constants"] {
+        assert!(leaf.remove(k).is_some(), "tbf-expr.toml sets `{k}`");
+    }
+    leaf.insert("flow_limit", toml_edit::value(format!("{rate}bit")));
+    leaf.insert("flow_burst", toml_edit::value(format!("{}B", 1500 + extra)));
+    *doc["node"]
+        .as_array_of_tables_mut()
+        .unwrap()
+        .get_mut(0)
+        .unwrap() = leaf;
+    let builtin = doc.to_string();
+    let expr = Policy::parse(&expr, "tbf-expr.toml").unwrap_or_else(|e| panic!("{e}"));
+    let builtin = Policy::parse(&builtin, "tbf.toml").unwrap_or_else(|e| panic!("{e}"));
+    (expr, builtin)
+}
+
+/// Drives both trees through `steps` and drains them: every dequeue must send
+/// the same packet at the same time, and both must name the same next release.
+fn same_departures(a: &Policy, b: &Policy, steps: &[Step]) -> Result<usize, TestCaseError> {
+    let (mut ta, mut tb) = (a.build(), b.build());
+    let mut now = 0u64;
+    let mut sent = 0usize;
+    for (i, s) in steps.iter().enumerate() {
+        match s {
+            Step::Arrive { leaf, .. } => {
+                let p = packet(a, *leaf, s, i as u32, now);
+                let (ra, rb) = (ta.enqueue(p, now), tb.enqueue(p, now));
+                prop_assert_eq!(ra.map_err(|d| d.reason), rb.map_err(|d| d.reason));
+            }
+            Step::Dequeue => {
+                let (pa, pb) = (ta.dequeue(now), tb.dequeue(now));
+                prop_assert_eq!(pa.map(|p| p.buffer), pb.map(|p| p.buffer), "step {}", i);
+                sent += usize::from(pa.is_some());
+            }
+            Step::Advance(d) => now += d,
+        }
+        prop_assert_eq!(ta.next_ready(now), tb.next_ready(now), "step {}", i);
+    }
+    ta.check_invariants();
+    tb.check_invariants();
+    while let Some(t) = ta.next_ready(now) {
+        prop_assert_eq!(Some(t), tb.next_ready(now));
+        now = t.max(now);
+        let (pa, pb) = (ta.dequeue(now), tb.dequeue(now));
+        prop_assert_eq!(pa.map(|p| p.buffer), pb.map(|p| p.buffer), "at {} ns", now);
+        if pa.is_none() {
+            now += 1;
+        }
+        sent += usize::from(pa.is_some());
+    }
+    prop_assert!(tb.next_ready(now).is_none());
+    ta.check_invariants();
+    tb.check_invariants();
+    for t in [&ta, &tb] {
+        let c = t.counters();
+        prop_assert_eq!(c.enqueued, c.dequeued + c.dropped_total());
+    }
+    Ok(sent)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 64 }))]
+
+    #[test]
+    fn token_bucket_expressions_release_as_the_builtin_shaper(
+        steps in prop::collection::vec(step(), 1..600),
+        rate in 100_000u64..2_000_000_000,
+        extra in prop_oneof![Just(0u64), 1u64..6_000],
+    ) {
+        let (expr, builtin) = tbf_pair(rate, extra, Precision::Nanosecond);
+        same_departures(&expr, &builtin, &steps)?;
+    }
+}
+
+#[test]
+fn tbf_expr_paces_its_workload_as_the_builtin_does() {
+    let w = WorkloadFile::load(examples().join("workloads/tbf.toml")).unwrap();
+    let (expr, builtin) = tbf_pair(2_000_000, 1_500, Precision::AsWritten);
+    let run = |p: &Policy| run_with(p, &w, RunOptions::from_workload(&w), |_| {}, &mut ());
+    let (a, b) = (run(&expr), run(&builtin));
+    for (x, y) in a.nodes.iter().zip(&b.nodes) {
+        assert_eq!(x.dequeued, y.dequeued, "{}", x.path);
+        assert_eq!(x.throughput_bps, y.throughput_bps, "{}", x.path);
+    }
+    // 256 flows at 2 Mbit/s: 512 Mbit/s of the 1 Gbit/s link, no more.
+    let bps = a.nodes[0].throughput_bps;
+    assert!((bps - 512e6).abs() / 512e6 < 0.02, "{bps} bit/s");
+    let t = &a.totals;
+    assert_eq!(t.enqueued, t.dequeued + t.dropped + t.queued);
+}

@@ -6,14 +6,34 @@ use eiffel_sched::tree::{Field, Op, Program, ProgramError, Var};
 use super::parse::{BinOp, Expr, Stmt};
 use super::ExprError;
 
+/// What a program computes, which decides the built-in names it may read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// A rank: every built-in name.
+    Rank,
+    /// A flow's release time (`shape`): no virtual time, no unit settings, no
+    /// `min_remaining`, which belong to ranking.
+    Release,
+}
+
 /// The names a program may use besides the built-in ones.
 pub(crate) struct Names<'a> {
     /// Per-unit state variables, in slot order.
     pub state: &'a [String],
     /// Per-node state variables, in slot order.
     pub node_state: &'a [String],
+    /// Named constants and their values (the node's `constants`).
+    pub constants: &'a [(String, u64)],
     /// Whether the node is a per-flow leaf (`min_remaining` is kept there only).
     pub per_flow: bool,
+    /// What the program computes.
+    pub role: Role,
+}
+
+impl Names<'_> {
+    fn constant(&self, n: &str) -> Option<u64> {
+        self.constants.iter().find(|(c, _)| c == n).map(|&(_, v)| v)
+    }
 }
 
 fn field(name: &str) -> Option<Field> {
@@ -62,14 +82,16 @@ fn op_of(op: BinOp) -> Op {
     }
 }
 
-/// The value of `e` if it does not depend on anything but constants.
-fn constant(e: &Expr) -> Option<u64> {
+/// The value of `e` if it does not depend on anything but constants (numbers
+/// and the names of `names.constants`).
+fn constant(e: &Expr, names: &Names<'_>) -> Option<u64> {
     match e {
         Expr::Int(v, _) => Some(*v),
+        Expr::Name(None, n, _) => names.constant(n),
         Expr::Name(..) => None,
-        Expr::Bin(op, a, b, _) => Some(fold(*op, constant(a)?, constant(b)?)),
+        Expr::Bin(op, a, b, _) => Some(fold(*op, constant(a, names)?, constant(b, names)?)),
         Expr::Call(f, args, _) => {
-            let vals: Option<Vec<u64>> = args.iter().map(constant).collect();
+            let vals: Option<Vec<u64>> = args.iter().map(|a| constant(a, names)).collect();
             let vals = vals?;
             match (f.as_str(), vals.as_slice()) {
                 ("min", v) if v.len() >= 2 => v.iter().copied().min(),
@@ -104,6 +126,16 @@ impl Lower<'_> {
             return Ok(Op::NodeState(i as u8));
         }
         if let Some(v) = var(n) {
+            let ranking = matches!(
+                v,
+                Var::Vtime | Var::Weight | Var::Priority | Var::Reservation | Var::MinRemaining
+            );
+            if ranking && self.names.role == Role::Release {
+                let msg = format!(
+                    "`{n}` belongs to ranking: a release time may read packet fields, `head.FIELD`, now, unit, `constants` and `shape_state`"
+                );
+                return Err(ExprError::at(at, msg));
+            }
             if v == Var::MinRemaining && !self.names.per_flow {
                 let msg = "`min_remaining` is kept by per-flow leaves only (`flows = N`)";
                 return Err(ExprError::at(at, msg));
@@ -113,11 +145,14 @@ impl Lower<'_> {
         if let Some(f) = field(n) {
             return Ok(Op::Packet(f));
         }
+        let vars = match self.names.role {
+            Role::Rank => Var::ALL.map(Var::name).join(", "),
+            Role::Release => "now, unit".to_string(),
+        };
         let msg = format!(
-            "unknown name `{n}`: expected a declared state variable{}, {}, `head.FIELD`, or one of {}",
+            "unknown name `{n}`: expected a declared state variable or constant{}, {}, `head.FIELD`, or one of {vars}",
             self.declared(),
             fields(),
-            Var::ALL.map(Var::name).join(", ")
         );
         Err(ExprError::at(at, msg))
     }
@@ -128,10 +163,15 @@ impl Lower<'_> {
             .state
             .iter()
             .chain(self.names.node_state)
+            .chain(self.names.constants.iter().map(|(c, _)| c))
             .map(String::as_str)
             .collect();
+        let table = match self.names.role {
+            Role::Rank => "state",
+            Role::Release => "shape_state",
+        };
         if all.is_empty() {
-            " (none declared: add `state = { name = 0 }`)".to_string()
+            format!(" (none declared: add `{table} = {{ name = 0 }}`)")
         } else {
             format!(" ({})", all.join(", "))
         }
@@ -139,12 +179,12 @@ impl Lower<'_> {
 
     fn expr(&mut self, e: &Expr) -> Result<(), ExprError> {
         if let Expr::Bin(BinOp::Div | BinOp::Rem, _, rhs, _) = e {
-            if constant(rhs) == Some(0) {
+            if constant(rhs, self.names) == Some(0) {
                 let msg = "division by zero: this divisor is always 0";
                 return Err(ExprError::at(rhs.offset(), msg));
             }
         }
-        if let Some(v) = constant(e) {
+        if let Some(v) = constant(e, self.names) {
             self.ops.push(Op::Const(v));
             return Ok(());
         }
@@ -205,11 +245,17 @@ impl Lower<'_> {
         if let Some(i) = self.names.node_state.iter().position(|s| s == n) {
             return Ok(Op::SetNodeState(i as u8));
         }
+        let tables = match self.names.role {
+            Role::Rank => "`state` or `node_state`",
+            Role::Release => "`shape_state`",
+        };
         let msg = if is_builtin(n) {
             format!("`{n}` is built in: only declared state variables can be assigned")
+        } else if self.names.constant(n).is_some() {
+            format!("`{n}` is a constant: only declared state variables can be assigned")
         } else {
             format!(
-                "unknown state variable `{n}`: declare it in `state` or `node_state`{}",
+                "unknown state variable `{n}`: declare it in {tables}{}",
                 self.declared()
             )
         };

@@ -27,12 +27,18 @@
 //! `now`; `vtime`, the node's virtual time (the largest rank it has served a
 //! unit at); the unit's `weight`, `priority`, `reservation` (bit/s) and `unit`
 //! (its index); on per-flow leaves `min_remaining`, the smallest `remaining`
-//! among the flow's queued packets.
+//! among the flow's queued packets; and the node's named `constants`, folded
+//! into the program when it is compiled.
+//!
+//! A per-flow leaf's release-time programs (`shape`, `shape_on_dequeue`, with
+//! per-flow `shape_state`) use the same language; their result is a time in ns,
+//! and they may not read what belongs to ranking (`vtime`, `weight`, `priority`,
+//! `reservation`, `min_remaining`).
 
 mod lower;
 mod parse;
 
-pub(crate) use lower::{is_builtin, Names};
+pub(crate) use lower::{is_builtin, Names, Role};
 
 use eiffel_sched::tree::Program;
 
@@ -67,7 +73,9 @@ mod tests {
         Names {
             state,
             node_state: node,
+            constants: &[],
             per_flow: false,
+            role: Role::Rank,
         }
     }
 
@@ -98,6 +106,45 @@ mod tests {
                 Op::SetState(1)
             ]
         );
+    }
+
+    #[test]
+    fn constants_fold_and_release_programs_cannot_read_ranking_names() {
+        let state = ["tat".to_string()];
+        let constants = [("rate".to_string(), 2_000_000u64), ("zero".to_string(), 0)];
+        let n = Names {
+            state: &state,
+            node_state: &[],
+            constants: &constants,
+            per_flow: true,
+            role: Role::Release,
+        };
+        let p = compile("tat = max(tat, now) + len * 8000000000 / rate", &n).unwrap();
+        assert_eq!(
+            p.ops(),
+            [
+                Op::State(0),
+                Op::Var(Var::Now),
+                Op::Max,
+                Op::Packet(Field::Len),
+                Op::Const(8_000_000_000),
+                Op::Mul,
+                Op::Const(2_000_000),
+                Op::Div,
+                Op::Add,
+                Op::SetState(0)
+            ]
+        );
+        let e = compile("len / zero", &n).unwrap_err();
+        assert!(e.message.contains("division by zero"), "{}", e.message);
+        let e = compile("rate = 3", &n).unwrap_err();
+        assert!(e.message.contains("is a constant"), "{}", e.message);
+        for name in ["vtime", "weight", "min_remaining"] {
+            let e = compile(name, &n).unwrap_err();
+            assert!(e.message.contains("belongs to ranking"), "{}", e.message);
+        }
+        let e = compile("finish = 1", &n).unwrap_err();
+        assert!(e.message.contains("`shape_state`"), "{}", e.message);
     }
 
     #[test]

@@ -12,6 +12,7 @@ mod discipline;
 mod names;
 mod node;
 mod rank;
+mod release;
 mod sense;
 mod shape;
 mod subtrees;
@@ -82,6 +83,10 @@ struct NodeFile {
     rank_on_dequeue: Option<Spanned<String>>,
     state: Option<Spanned<toml::Table>>,
     node_state: Option<Spanned<toml::Table>>,
+    constants: Option<Spanned<toml::Table>>,
+    shape: Option<Spanned<String>>,
+    shape_on_dequeue: Option<Spanned<String>>,
+    shape_state: Option<Spanned<toml::Table>>,
     flow_discipline: Option<Spanned<String>>,
 }
 
@@ -145,7 +150,8 @@ pub(crate) fn compile(
         };
         let d = discipline::compile(index, n, i, kinds[i], &shape)?;
         let d = rank::apply(index, n, i, d, &shape)?;
-        let ns = node::compile(index, n, i, d, &kinds, &shape, spec.mtu)?;
+        let mut ns = node::compile(index, n, i, d, &kinds, &shape, spec.mtu)?;
+        ns.flow_shape = release::compile(index, &file.node[i], i, &shape)?;
         spec.add(ns);
     }
     spec.validate().map_err(|e| spec_error(index, &e))?;

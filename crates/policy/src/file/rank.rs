@@ -12,7 +12,7 @@ use toml::Spanned;
 use super::shape::Shape;
 use super::{at, key, NodeFile};
 use crate::error::{KeyIndex, PolicyError};
-use crate::expr::{self, is_builtin, Names};
+use crate::expr::{self, is_builtin, Names, Role};
 
 /// Node `i`'s discipline `d`, replaced by its rank program if it has one.
 pub(super) fn apply(
@@ -31,6 +31,10 @@ pub(super) fn apply(
             ("state", n.state.as_ref().map(Spanned::span)),
             ("node_state", n.node_state.as_ref().map(Spanned::span)),
         ];
+        if let (Some(c), None) = (&n.constants, &n.shape) {
+            let msg = "`constants` are named values for `rank` or `shape`: set one of them";
+            return Err(at(index, c, &key(i, "constants"), msg));
+        }
         if let Some((k, span)) = stray.into_iter().find_map(|(k, s)| s.map(|s| (k, s))) {
             let msg = format!("`{k}` belongs to a rank function: set `rank` too");
             return Err(index.error(span.start, &key(i, k), msg));
@@ -46,12 +50,17 @@ pub(super) fn apply(
         let msg = "a FIFO leaf has nothing to rank: give the node children or `flows = N`";
         return Err(at(index, rank, &key(i, "rank"), msg));
     }
-    let (state, init) = declare(index, i, "state", n.state.as_ref(), &[])?;
-    let (node_state, node_init) = declare(index, i, "node_state", n.node_state.as_ref(), &state)?;
+    let constants = constants(index, n, i)?;
+    let taken: Vec<String> = constants.iter().map(|(c, _)| c.clone()).collect();
+    let (state, init) = declare(index, i, "state", n.state.as_ref(), &taken)?;
+    let taken: Vec<String> = taken.into_iter().chain(state.iter().cloned()).collect();
+    let (node_state, node_init) = declare(index, i, "node_state", n.node_state.as_ref(), &taken)?;
     let names = Names {
         state: &state,
         node_state: &node_state,
+        constants: &constants,
         per_flow,
+        role: Role::Rank,
     };
     let on_enqueue = program(index, i, "rank", rank, &names)?;
     let on_dequeue = match &n.rank_on_dequeue {
@@ -72,9 +81,19 @@ pub(super) fn apply(
     })
 }
 
-/// The variables of a `state` or `node_state` table and their initial values;
-/// `taken` are names already declared.
-fn declare(
+/// Node `i`'s named constants (`constants = { rate = 2000000 }`).
+pub(super) fn constants(
+    index: &KeyIndex,
+    n: &NodeFile,
+    i: usize,
+) -> Result<Vec<(String, u64)>, PolicyError> {
+    let (names, values) = declare(index, i, "constants", n.constants.as_ref(), &[])?;
+    Ok(names.into_iter().zip(values).collect())
+}
+
+/// The variables of a `state`, `node_state`, `shape_state` or `constants`
+/// table and their (initial) values; `taken` are names already declared.
+pub(super) fn declare(
     index: &KeyIndex,
     i: usize,
     k: &str,
@@ -118,7 +137,7 @@ fn declare(
 }
 
 /// Compiles expression key `k` of node `i`.
-fn program(
+pub(super) fn program(
     index: &KeyIndex,
     i: usize,
     k: &str,

@@ -6,7 +6,7 @@ use super::cq::CalendarSched;
 use super::discipline::{Discipline, QueueChoice, Rank};
 use super::minq::{MinDeque, MinPool};
 use super::node::{Flow, FlowLeaf, Kind, Node, NONE};
-use super::program::ProgramTxn;
+use super::program::{Pacer, ProgramTxn};
 use super::sched::{Core, Hclock, NodeSched, Ranked};
 use super::select::{plan, QueueNeeds, QueuePlan, RankKind};
 use super::shaper::{Gcra, Shaper};
@@ -118,7 +118,7 @@ fn shaper_capacity(spec: &TreeSpec) -> usize {
             let held = ns.limit.is_some() || !ns.discipline.is_work_conserving();
             let flows = ns
                 .per_flow
-                .filter(|pf| pf.flow_limit.is_some())
+                .filter(|pf| pf.flow_limit.is_some() || ns.flow_shape.is_some())
                 .map_or(0, |pf| pf.max_flows as usize);
             usize::from(held) + flows
         })
@@ -156,6 +156,7 @@ fn flow_leaf(
             gcra: pf.flow_limit.map(|l| Gcra::new(l, spec.mtu)),
             throttled: false,
             min: MinDeque::default(),
+            due: 0,
         })
         .collect();
     let minima = ns
@@ -167,6 +168,7 @@ fn flow_leaf(
         sched,
         flow_queue_limit: pf.flow_queue_limit.unwrap_or(u32::MAX),
         minima,
+        pacer: (ns.flow_shape.as_ref()).map(|p| Pacer::new(p.clone(), pf.max_flows as usize)),
     };
     Ok((Kind::Flows(Box::new(leaf)), plans))
 }

@@ -21,6 +21,17 @@
 //! the release times of every throttled unit (Eiffel Figs. 6 and 7). A throttled unit
 //! leaves its parent's queue and re-enters it when released; see [`Gcra`].
 //!
+//! ## Shaping by program
+//! A per-flow leaf may instead (or also) give each flow's release times by a
+//! program, [`NodeSpec::flow_shape`]: a [`RankProgram`] whose result is the time
+//! the flow's next packet may leave, computed with per-flow state when a packet
+//! arrives into an empty flow and after every send (a token bucket, a pacing
+//! rate, any timestamping rule). A flow whose next release time lies beyond the
+//! shaper's precision is filed in the same one shaper until then and re-enters
+//! the leaf's queue when released, ordered there by the leaf's discipline: the
+//! rank decides the order, the release time only when, as in Eiffel's
+//! decoupled shaping (section 3.2.2). With both, the later time holds.
+//!
 //! ## Costs
 //! With tree depth `d`: `enqueue` and `dequeue` perform at most one queue operation
 //! per level, each O(1) on the bucketed queues, plus the head look-ups that give a
@@ -101,12 +112,18 @@ pub struct PolicyTree {
     backlog: Backlog,
 }
 
-/// Whether a limit holds a unit back at `now`, given the shaper's precision
-/// `slack`: only a release time beyond `now + slack` throttles, so a throttled unit
-/// always lands in a future slot of the shaper.
+/// Until when flow state holds a flow back at `now`: its limit (beyond the
+/// shaper's precision `slack`) and the release time `due` its pacer gave its head,
+/// whichever is later; `None` if neither does.
 #[inline]
-fn held(limit: Option<&Gcra>, now: Nanos, slack: Nanos) -> bool {
-    limit.is_some_and(|g| !g.conforms(now.saturating_add(slack)))
+fn flow_hold(limit: Option<&Gcra>, due: Nanos, now: Nanos, slack: Nanos) -> Option<Nanos> {
+    let soon = now.saturating_add(slack);
+    let limit = limit.filter(|g| !g.conforms(soon)).map(Gcra::release_time);
+    let paced = (due > soon).then_some(due);
+    match (limit, paced) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 impl PolicyTree {
@@ -402,8 +419,7 @@ impl PolicyTree {
                 };
                 let flow = &mut fl.flows[t.flow as usize];
                 flow.throttled = false;
-                if held(flow.gcra.as_ref(), now, self.slack) {
-                    let at = flow.gcra.as_ref().map_or(now, Gcra::release_time);
+                if let Some(at) = flow_hold(flow.gcra.as_ref(), flow.due, now, self.slack) {
                     flow.throttled = true;
                     // Flows are never withdrawn: arrivals do not change a pace.
                     let _ = self.shaper.throttle(now, at, t);
@@ -497,8 +513,10 @@ impl Scheduler for PolicyTree {
                 }
                 let head = *self.pool.front(&flow.fifo).expect("just pushed");
                 if was_empty && !flow.throttled {
-                    if held(flow.gcra.as_ref(), now, self.slack) {
-                        let at = flow.gcra.as_ref().map_or(now, Gcra::release_time);
+                    if let Some(p) = &mut fl.pacer {
+                        flow.due = p.on_arrival(f, &pkt, now);
+                    }
+                    if let Some(at) = flow_hold(flow.gcra.as_ref(), flow.due, now, self.slack) {
                         flow.throttled = true;
                         let _ = self.shaper.throttle(
                             now,
@@ -559,8 +577,13 @@ impl Scheduler for PolicyTree {
                     let mut next = self.pool.front(&flow.fifo).copied();
                     if let Some(g) = &mut flow.gcra {
                         g.on_send(now, pkt.len);
-                        if next.is_some() && !g.conforms(now.saturating_add(self.slack)) {
-                            let at = g.release_time();
+                    }
+                    if let Some(p) = &mut fl.pacer {
+                        flow.due = p.on_send(f, &pkt, next.as_ref(), now).unwrap_or(0);
+                    }
+                    if next.is_some() {
+                        let hold = flow_hold(flow.gcra.as_ref(), flow.due, now, self.slack);
+                        if let Some(at) = hold {
                             flow.throttled = true;
                             let _ = self
                                 .shaper

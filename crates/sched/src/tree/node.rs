@@ -5,6 +5,7 @@
 use eiffel_queue::Handle;
 
 use super::minq::{MinDeque, MinPool};
+use super::program::Pacer;
 use super::sched::NodeSched;
 use super::shaper::Gcra;
 use crate::packet::Nanos;
@@ -21,6 +22,8 @@ pub(super) struct Flow {
     pub(super) gcra: Option<Gcra>,
     pub(super) throttled: bool,
     pub(super) min: MinDeque,
+    /// The release time the leaf's pacer gave the flow's head (0 without one).
+    pub(super) due: Nanos,
 }
 
 /// A per-flow leaf: one FIFO per flow, the flows ordered by the leaf's discipline.
@@ -31,6 +34,8 @@ pub(super) struct FlowLeaf {
     pub(super) flow_queue_limit: u32,
     /// Tracks each flow's smallest queued `remaining` (pfabric only).
     pub(super) minima: Option<MinPool>,
+    /// The flows' release-time program and its per-flow state, if any.
+    pub(super) pacer: Option<Pacer>,
 }
 
 // NB: an internal node's discipline (a queue, several hundred bytes) is boxed so

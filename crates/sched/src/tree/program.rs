@@ -549,6 +549,73 @@ impl ProgramTxn {
     }
 }
 
+/// A per-flow leaf's release-time program (`shape`, `shape_on_dequeue`): the
+/// same programs and per-flow state as a rank program, but their result is the
+/// time (ns) the flow's next packet may leave, and they never touch the virtual
+/// time. The enqueue program runs when a packet arrives into an empty flow (that
+/// packet is both the event's packet and the head); the dequeue program runs after
+/// every send, for its assignments, and gives the next packet's release time
+/// (without one, the enqueue program runs on the next packet).
+#[derive(Debug)]
+pub(crate) struct Pacer {
+    txn: ProgramTxn,
+    /// What flows look like to a program: weight 1, nothing else.
+    unit: Unit,
+}
+
+impl Pacer {
+    pub(crate) fn new(program: Arc<RankProgram>, flows: usize) -> Self {
+        Pacer {
+            txn: ProgramTxn::new(program, flows),
+            unit: Unit {
+                weight: 1,
+                ..Unit::default()
+            },
+        }
+    }
+
+    /// The release time of `pkt`, which arrived into empty flow `f` at `now`.
+    #[inline]
+    pub(crate) fn on_arrival(&mut self, f: u32, pkt: &Packet, now: Nanos) -> Nanos {
+        let ctx = Ctx {
+            pkt,
+            head: pkt,
+            unit: &self.unit,
+            index: f,
+            now,
+            vtime: 0,
+        };
+        self.txn.run(Which::Enqueue, f, &ctx)
+    }
+
+    /// Flow `f` sent `sent` at `now`; the release time of its next packet `next`,
+    /// if it has one.
+    #[inline]
+    pub(crate) fn on_send(
+        &mut self,
+        f: u32,
+        sent: &Packet,
+        next: Option<&Packet>,
+        now: Nanos,
+    ) -> Option<Nanos> {
+        let (which, pkt) = match (&self.txn.program.on_dequeue, next) {
+            (Some(_), _) => (Which::Dequeue, sent),
+            (None, Some(n)) => (Which::Enqueue, n),
+            (None, None) => return None,
+        };
+        let ctx = Ctx {
+            pkt,
+            head: next.unwrap_or(sent),
+            unit: &self.unit,
+            index: f,
+            now,
+            vtime: 0,
+        };
+        let at = self.txn.run(which, f, &ctx);
+        next.map(|_| at)
+    }
+}
+
 #[derive(Clone, Copy)]
 enum Which {
     Enqueue,

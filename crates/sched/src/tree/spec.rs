@@ -2,7 +2,10 @@
 //! what a Rust user can build directly. [`TreeSpec::validate`] checks it and
 //! [`PolicyTree::new`](super::PolicyTree::new) instantiates it.
 
+use std::sync::Arc;
+
 use super::discipline::Discipline;
+use super::program::RankProgram;
 use crate::time::{Duration, Rate};
 
 /// A rate limit with a burst allowance, enforced by the tree's one shaper.
@@ -50,6 +53,11 @@ pub struct NodeSpec {
     pub per_flow: Option<PerFlow>,
     /// Most packets queued at this leaf (all its flows together).
     pub capacity: Option<u32>,
+    /// Per-flow leaves: each flow's release times computed by a program (the
+    /// policy file's `shape` and `shape_on_dequeue`), enforced by the tree's
+    /// shaper like `flow_limit` (see [`PolicyTree`](super::PolicyTree)'s
+    /// "Shaping by program").
+    pub flow_shape: Option<Arc<RankProgram>>,
 }
 
 impl NodeSpec {
@@ -66,6 +74,7 @@ impl NodeSpec {
             limit: None,
             per_flow: None,
             capacity: None,
+            flow_shape: None,
         }
     }
 }

@@ -109,6 +109,8 @@ pub enum NodeProblem {
     ZeroFlows,
     /// A leaf capacity of zero packets.
     ZeroCapacity,
+    /// A release-time program on a node that is not a per-flow leaf.
+    ShapeWithoutFlows,
     /// A discipline that ranks flows on a node with children.
     RanksFlows {
         /// The discipline's name.
@@ -181,6 +183,7 @@ impl NodeProblem {
             NodeProblem::ZeroReservation => "reservation",
             NodeProblem::PerFlowWithChildren | NodeProblem::ZeroFlows => "flows",
             NodeProblem::ZeroCapacity => "capacity",
+            NodeProblem::ShapeWithoutFlows => "shape",
             NodeProblem::RanksFlows { .. } | NodeProblem::CalendarOnFifoLeaf { .. } => "discipline",
             NodeProblem::DaysLevels { .. }
             | NodeProblem::DaysLevel { .. }
@@ -217,6 +220,9 @@ impl fmt::Display for NodeProblem {
             }
             NodeProblem::ZeroFlows => f.write_str("max_flows must be at least 1"),
             NodeProblem::ZeroCapacity => f.write_str("capacity must be at least 1 packet"),
+            NodeProblem::ShapeWithoutFlows => f.write_str(
+                "a release-time program paces the flows of a per-flow leaf: this node has none",
+            ),
             NodeProblem::RanksFlows { discipline } => {
                 write!(f, "{discipline} ranks flows: use it on a per-flow leaf")
             }
@@ -364,6 +370,9 @@ impl TreeSpec {
         }
         if n.capacity == Some(0) {
             return Err(NodeProblem::ZeroCapacity);
+        }
+        if n.flow_shape.is_some() && (n.per_flow.is_none() || has_children) {
+            return Err(NodeProblem::ShapeWithoutFlows);
         }
         if has_children && n.discipline.ranks_flows() {
             return Err(NodeProblem::RanksFlows {
