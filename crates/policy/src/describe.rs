@@ -30,7 +30,7 @@ fn limited_units(spec: &TreeSpec) -> u64 {
         .map(|n| {
             u64::from(n.limit.is_some())
                 + n.per_flow
-                    .filter(|pf| pf.flow_limit.is_some() || n.flow_shape.is_some())
+                    .filter(|pf| pf.flow_limit.is_some() || n.flow_release.is_some())
                     .map_or(0, |pf| u64::from(pf.max_flows))
         })
         .sum()
@@ -204,7 +204,7 @@ fn write_node(
     if let Discipline::Program { program, .. } = &n.discipline {
         let _ = writeln!(out, "{pad}    {}", program.source());
     }
-    if let Some(program) = &n.flow_shape {
+    if let Some(program) = &n.flow_release {
         let _ = writeln!(out, "{pad}    release times: {}", program.source());
     }
     let names = if view.queues.len() == 2 {

@@ -432,40 +432,40 @@ fn calendar_parameters() {
 fn release_time_programs() {
     let flows = "[[node]]\nname = \"f\"\nflows = 4\n";
     // An unknown name, at its line and column inside the string.
-    let text = format!("{flows}shape_state = {{ tat = 0 }}\nshape = \"max(tat, nowe)\"\n");
-    refused(&text, 5, "node[0].shape", "unknown name `nowe`");
+    let text = format!("{flows}release_state = {{ tat = 0 }}\nrelease = \"max(tat, nowe)\"\n");
+    refused(&text, 5, "node[0].release", "unknown name `nowe`");
     let err = Policy::parse(&text, "bad.toml").unwrap_err().to_string();
-    assert!(err.starts_with("bad.toml:5:19:"), "{err}");
+    assert!(err.starts_with("bad.toml:5:21:"), "{err}");
     assert!(
         !err.contains("vtime"),
         "ranking names are not offered: {err}"
     );
     // Ranking's names mean nothing to a release time.
     refused(
-        &format!("{flows}shape = \"vtime\"\n"),
+        &format!("{flows}release = \"vtime\"\n"),
         4,
-        "node[0].shape",
+        "node[0].release",
         "belongs to ranking",
     );
     // Only per-flow leaves are paced by a program.
     refused(
-        &format!("{HEAD}shape = \"now\"\n"),
+        &format!("{HEAD}release = \"now\"\n"),
         8,
-        "node[1].shape",
+        "node[1].release",
         "add `flows = N`",
     );
-    // The companion keys need `shape`.
+    // The companion keys need `release`.
     refused(
-        &format!("{flows}shape_on_dequeue = \"now\"\n"),
+        &format!("{flows}release_on_dequeue = \"now\"\n"),
         4,
-        "node[0].shape_on_dequeue",
-        "set `shape` too",
+        "node[0].release_on_dequeue",
+        "set `release` too",
     );
     refused(
-        &format!("{flows}shape_state = {{ t = 0 }}\n"),
+        &format!("{flows}release_state = {{ t = 0 }}\n"),
         4,
-        "node[0].shape_state",
-        "set `shape` too",
+        "node[0].release_state",
+        "set `release` too",
     );
     refused(
         &format!("{flows}constants = {{ rate = 1 }}\n"),
@@ -475,27 +475,29 @@ fn release_time_programs() {
     );
     // Constants are not state, not negative, and a zero divisor is seen through them.
     refused(
-        &format!("{flows}constants = {{ rate = 0 }}\nshape_state = {{ t = 0 }}\nshape = \"t = len / rate\"\n"),
+        &format!("{flows}constants = {{ rate = 0 }}\nrelease_state = {{ t = 0 }}\nrelease = \"t = len / rate\"\n"),
         6,
-        "node[0].shape",
+        "node[0].release",
         "division by zero",
     );
     refused(
-        &format!("{flows}constants = {{ rate = -1 }}\nshape = \"now\"\n"),
+        &format!("{flows}constants = {{ rate = -1 }}\nrelease = \"now\"\n"),
         4,
         "node[0].constants.rate",
         "integer >= 0",
     );
     refused(
-        &format!("{flows}constants = {{ t = 1 }}\nshape_state = {{ t = 0 }}\nshape = \"now\"\n"),
+        &format!(
+            "{flows}constants = {{ t = 1 }}\nrelease_state = {{ t = 0 }}\nrelease = \"now\"\n"
+        ),
         5,
-        "node[0].shape_state.t",
+        "node[0].release_state.t",
         "already a name",
     );
     refused(
-        &format!("{flows}constants = {{ r = 1 }}\nshape = \"r = 2\"\n"),
+        &format!("{flows}constants = {{ r = 1 }}\nrelease = \"r = 2\"\n"),
         5,
-        "node[0].shape",
+        "node[0].release",
         "is a constant",
     );
 }

@@ -284,7 +284,12 @@ fn tbf_pair(rate: u64, extra: u64, precision: Precision) -> (Policy, Policy) {
         .get_mut(0)
         .unwrap() = leaf.clone();
     let expr = doc.to_string();
-    for k in ["shape", "shape_on_dequeue", "shape_state", "constants"] {
+    for k in [
+        "release",
+        "release_on_dequeue",
+        "release_state",
+        "constants",
+    ] {
         assert!(leaf.remove(k).is_some(), "tbf-expr.toml sets `{k}`");
     }
     leaf.insert("flow_limit", toml_edit::value(format!("{rate}bit")));

@@ -11,7 +11,7 @@ use super::ExprError;
 pub(crate) enum Role {
     /// A rank: every built-in name.
     Rank,
-    /// A flow's release time (`shape`): no virtual time, no unit settings, no
+    /// A flow's release time (`release`): no virtual time, no unit settings, no
     /// `min_remaining`, which belong to ranking.
     Release,
 }
@@ -132,7 +132,7 @@ impl Lower<'_> {
             );
             if ranking && self.names.role == Role::Release {
                 let msg = format!(
-                    "`{n}` belongs to ranking: a release time may read packet fields, `head.FIELD`, now, unit, `constants` and `shape_state`"
+                    "`{n}` belongs to ranking: a release time may read packet fields, `head.FIELD`, now, unit, `constants` and `release_state`"
                 );
                 return Err(ExprError::at(at, msg));
             }
@@ -168,7 +168,7 @@ impl Lower<'_> {
             .collect();
         let table = match self.names.role {
             Role::Rank => "state",
-            Role::Release => "shape_state",
+            Role::Release => "release_state",
         };
         if all.is_empty() {
             format!(" (none declared: add `{table} = {{ name = 0 }}`)")
@@ -247,7 +247,7 @@ impl Lower<'_> {
         }
         let tables = match self.names.role {
             Role::Rank => "`state` or `node_state`",
-            Role::Release => "`shape_state`",
+            Role::Release => "`release_state`",
         };
         let msg = if is_builtin(n) {
             format!("`{n}` is built in: only declared state variables can be assigned")

@@ -30,8 +30,8 @@
 //! among the flow's queued packets; and the node's named `constants`, folded
 //! into the program when it is compiled.
 //!
-//! A per-flow leaf's release-time programs (`shape`, `shape_on_dequeue`, with
-//! per-flow `shape_state`) use the same language; their result is a time in ns,
+//! A per-flow leaf's release-time programs (`release`, `release_on_dequeue`, with
+//! per-flow `release_state`) use the same language; their result is a time in ns,
 //! and they may not read what belongs to ranking (`vtime`, `weight`, `priority`,
 //! `reservation`, `min_remaining`).
 
@@ -144,7 +144,7 @@ mod tests {
             assert!(e.message.contains("belongs to ranking"), "{}", e.message);
         }
         let e = compile("finish = 1", &n).unwrap_err();
-        assert!(e.message.contains("`shape_state`"), "{}", e.message);
+        assert!(e.message.contains("`release_state`"), "{}", e.message);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! [`TreeSpec`] and a [`RuleSet`], with every check that names a key.
 //!
 //! Compilation goes in the order a reader checks a file: the tree-wide settings,
-//! the shape of the tree ([`shape`]: names, parents, one root, no cycle), each
+//! the shape of the tree ([`release`]: names, parents, one root, no cycle), each
 //! node's discipline with its own parameters ([`discipline`]) and its settings
 //! ([`node`]), what the tree itself refuses ([`TreeSpec::validate`] and
 //! [`PolicyTree::new`], mapped back to the key at fault), and the `[classify]`
@@ -84,9 +84,9 @@ struct NodeFile {
     state: Option<Spanned<toml::Table>>,
     node_state: Option<Spanned<toml::Table>>,
     constants: Option<Spanned<toml::Table>>,
-    shape: Option<Spanned<String>>,
-    shape_on_dequeue: Option<Spanned<String>>,
-    shape_state: Option<Spanned<toml::Table>>,
+    release: Option<Spanned<String>>,
+    release_on_dequeue: Option<Spanned<String>>,
+    release_state: Option<Spanned<toml::Table>>,
     flow_discipline: Option<Spanned<String>>,
 }
 
@@ -151,7 +151,7 @@ pub(crate) fn compile(
         let d = discipline::compile(index, n, i, kinds[i], &shape)?;
         let d = rank::apply(index, n, i, d, &shape)?;
         let mut ns = node::compile(index, n, i, d, &kinds, &shape, spec.mtu)?;
-        ns.flow_shape = release::compile(index, &file.node[i], i, &shape)?;
+        ns.flow_release = release::compile(index, &file.node[i], i, &shape)?;
         spec.add(ns);
     }
     spec.validate().map_err(|e| spec_error(index, &e))?;

@@ -31,8 +31,8 @@ pub(super) fn apply(
             ("state", n.state.as_ref().map(Spanned::span)),
             ("node_state", n.node_state.as_ref().map(Spanned::span)),
         ];
-        if let (Some(c), None) = (&n.constants, &n.shape) {
-            let msg = "`constants` are named values for `rank` or `shape`: set one of them";
+        if let (Some(c), None) = (&n.constants, &n.release) {
+            let msg = "`constants` are named values for `rank` or `release`: set one of them";
             return Err(at(index, c, &key(i, "constants"), msg));
         }
         if let Some((k, span)) = stray.into_iter().find_map(|(k, s)| s.map(|s| (k, s))) {
@@ -91,7 +91,7 @@ pub(super) fn constants(
     Ok(names.into_iter().zip(values).collect())
 }
 
-/// The variables of a `state`, `node_state`, `shape_state` or `constants`
+/// The variables of a `state`, `node_state`, `release_state` or `constants`
 /// table and their (initial) values; `taken` are names already declared.
 pub(super) fn declare(
     index: &KeyIndex,

@@ -118,7 +118,7 @@ fn shaper_capacity(spec: &TreeSpec) -> usize {
             let held = ns.limit.is_some() || !ns.discipline.is_work_conserving();
             let flows = ns
                 .per_flow
-                .filter(|pf| pf.flow_limit.is_some() || ns.flow_shape.is_some())
+                .filter(|pf| pf.flow_limit.is_some() || ns.flow_release.is_some())
                 .map_or(0, |pf| pf.max_flows as usize);
             usize::from(held) + flows
         })
@@ -168,7 +168,7 @@ fn flow_leaf(
         sched,
         flow_queue_limit: pf.flow_queue_limit.unwrap_or(u32::MAX),
         minima,
-        pacer: (ns.flow_shape.as_ref()).map(|p| Pacer::new(p.clone(), pf.max_flows as usize)),
+        pacer: (ns.flow_release.as_ref()).map(|p| Pacer::new(p.clone(), pf.max_flows as usize)),
     };
     Ok((Kind::Flows(Box::new(leaf)), plans))
 }

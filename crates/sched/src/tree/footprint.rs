@@ -161,10 +161,10 @@ impl TreeSpec {
                 );
             }
             shaper_units += u64::from(n.limit.is_some() || !n.discipline.is_work_conserving());
-            if n.per_flow.is_some_and(|pf| pf.flow_limit.is_some()) || n.flow_shape.is_some() {
+            if n.per_flow.is_some_and(|pf| pf.flow_limit.is_some()) || n.flow_release.is_some() {
                 shaper_units += flows;
             }
-            if let Some(p) = &n.flow_shape {
+            if let Some(p) = &n.flow_release {
                 // The pacer's per-flow state.
                 let words = flows.saturating_mul(p.state_len() as u64);
                 f.push(Allocation::Flows, Some(i), words.saturating_mul(8));

@@ -23,7 +23,7 @@
 //!
 //! ## Shaping by program
 //! A per-flow leaf may instead (or also) give each flow's release times by a
-//! program, [`NodeSpec::flow_shape`]: a [`RankProgram`] whose result is the time
+//! program, [`NodeSpec::flow_release`]: a [`RankProgram`] whose result is the time
 //! the flow's next packet may leave, computed with per-flow state when a packet
 //! arrives into an empty flow and after every send (a token bucket, a pacing
 //! rate, any timestamping rule). A flow whose next release time lies beyond the

@@ -549,7 +549,7 @@ impl ProgramTxn {
     }
 }
 
-/// A per-flow leaf's release-time program (`shape`, `shape_on_dequeue`): the
+/// A per-flow leaf's release-time program (`release`, `release_on_dequeue`): the
 /// same programs and per-flow state as a rank program, but their result is the
 /// time (ns) the flow's next packet may leave, and they never touch the virtual
 /// time. The enqueue program runs when a packet arrives into an empty flow (that

@@ -54,10 +54,10 @@ pub struct NodeSpec {
     /// Most packets queued at this leaf (all its flows together).
     pub capacity: Option<u32>,
     /// Per-flow leaves: each flow's release times computed by a program (the
-    /// policy file's `shape` and `shape_on_dequeue`), enforced by the tree's
+    /// policy file's `release` and `release_on_dequeue`), enforced by the tree's
     /// shaper like `flow_limit` (see [`PolicyTree`](super::PolicyTree)'s
     /// "Shaping by program").
-    pub flow_shape: Option<Arc<RankProgram>>,
+    pub flow_release: Option<Arc<RankProgram>>,
 }
 
 impl NodeSpec {
@@ -74,7 +74,7 @@ impl NodeSpec {
             limit: None,
             per_flow: None,
             capacity: None,
-            flow_shape: None,
+            flow_release: None,
         }
     }
 }

@@ -183,7 +183,7 @@ impl NodeProblem {
             NodeProblem::ZeroReservation => "reservation",
             NodeProblem::PerFlowWithChildren | NodeProblem::ZeroFlows => "flows",
             NodeProblem::ZeroCapacity => "capacity",
-            NodeProblem::ShapeWithoutFlows => "shape",
+            NodeProblem::ShapeWithoutFlows => "release",
             NodeProblem::RanksFlows { .. } | NodeProblem::CalendarOnFifoLeaf { .. } => "discipline",
             NodeProblem::DaysLevels { .. }
             | NodeProblem::DaysLevel { .. }
@@ -371,7 +371,7 @@ impl TreeSpec {
         if n.capacity == Some(0) {
             return Err(NodeProblem::ZeroCapacity);
         }
-        if n.flow_shape.is_some() && (n.per_flow.is_none() || has_children) {
+        if n.flow_release.is_some() && (n.per_flow.is_none() || has_children) {
             return Err(NodeProblem::ShapeWithoutFlows);
         }
         if has_children && n.discipline.ranks_flows() {
