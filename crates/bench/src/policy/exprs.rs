@@ -16,9 +16,10 @@ use eiffel_sched::{Nanos, Packet, PolicyTree, Scheduler};
 
 use super::workload::{PACKET_TIME, PER_FLOW};
 
-/// One compared discipline: its name, the node's built-in `discipline`, the
-/// expression keys that replace it, and whether it is a per-flow leaf of
-/// [`FLOWS`] flows (otherwise a root over [`LEAVES`] FIFO leaves).
+/// One compared discipline: its name, the node's built-in keys (its
+/// `discipline`, or a `flow_limit`), the expression keys that replace them, and
+/// whether it is a per-flow leaf of [`FLOWS`] flows (otherwise a root over
+/// [`LEAVES`] FIFO leaves).
 pub struct Case {
     /// Name in the report.
     pub name: &'static str,
@@ -38,49 +39,65 @@ const WFQ_KEYS: &str = r#"state = { start = 0, finish = 0 }
 rank = "start = max(vtime, finish)"
 rank_on_dequeue = "finish = start + len * 65536 / weight; start = finish""#;
 
+/// Token-bucket pacing of every flow at 10 Mbit/s with a 3000-byte bucket, as
+/// `examples/policies/tbf-expr.toml` writes it (1024 such flows offer 10.24
+/// Gbit/s to the 10 Gbit/s the workload sends: flows are held and released).
+const TBF_KEYS: &str = r#"discipline = "fifo"
+constants = { rate = 10000000, extra = 1500 }
+release_state = { tat = 0, frac = 0, behind = 0, cost = 0 }
+release = "if((tat < extra * 8000000000 / rate) + (tat == extra * 8000000000 / rate) * (frac <= extra * 8000000000 % rate), 0, tat - extra * 8000000000 / rate + (frac > extra * 8000000000 % rate))"
+release_on_dequeue = "behind = (tat + 1 < now) + (tat + 1 == now) * (frac == 0); tat = if(behind, now - 1, tat); frac = if(behind, 1, frac); cost = len * 8000000000; frac = frac + cost % rate; tat = tat + cost / rate + frac / rate; frac = frac % rate; if((tat < extra * 8000000000 / rate) + (tat == extra * 8000000000 / rate) * (frac <= extra * 8000000000 % rate), 0, tat - extra * 8000000000 / rate + (frac > extra * 8000000000 % rate))""#;
+
 /// The compared disciplines.
-pub const CASES: [Case; 6] = [
+pub const CASES: [Case; 7] = [
     Case {
         name: "wfq, 64 children",
-        builtin: "wfq",
+        builtin: "discipline = \"wfq\"",
         keys: WFQ_KEYS,
         per_flow: false,
         queue: "queue = \"cffs\"\ngranularity = 32768\nbuckets = 4096",
     },
     Case {
         name: "wfq, 1024 flows",
-        builtin: "wfq",
+        builtin: "discipline = \"wfq\"",
         keys: WFQ_KEYS,
         per_flow: true,
         queue: "queue = \"cffs\"\ngranularity = 32768\nbuckets = 4096",
     },
     Case {
         name: "strict, 64 children",
-        builtin: "strict",
+        builtin: "discipline = \"strict\"",
         keys: "rank = \"priority\"",
         per_flow: false,
         queue: "queue = \"ffs\"\ngranularity = 1\nbuckets = 64",
     },
     Case {
         name: "edf, 1024 flows",
-        builtin: "edf",
+        builtin: "discipline = \"edf\"",
         keys: "rank = \"head.deadline\"",
         per_flow: true,
         queue: "queue = \"cffs\"\ngranularity = 10000\nbuckets = 16384",
     },
     Case {
         name: "srpt, 1024 flows",
-        builtin: "srpt",
+        builtin: "discipline = \"srpt\"",
         keys: "rank = \"head.remaining\"",
         per_flow: true,
         queue: "queue = \"hffs\"\ngranularity = 1500\nbuckets = 44739",
     },
     Case {
         name: "pfabric, 1024 flows",
-        builtin: "pfabric",
+        builtin: "discipline = \"pfabric\"",
         keys: "rank = \"min_remaining\"",
         per_flow: true,
         queue: "queue = \"hffs\"\ngranularity = 1500\nbuckets = 44739",
+    },
+    Case {
+        name: "token bucket, 1024 flows",
+        builtin: "discipline = \"fifo\"\nflow_limit = \"10Mbit\"\nflow_burst = \"3000B\"",
+        keys: TBF_KEYS,
+        per_flow: true,
+        queue: "",
     },
 ];
 
@@ -90,7 +107,7 @@ impl Case {
         let order = if expr {
             self.keys.to_string()
         } else {
-            format!("discipline = \"{}\"", self.builtin)
+            self.builtin.to_string()
         };
         let capacity = FLOWS.max(LEAVES) * PER_FLOW + 64;
         let mut t = format!(
