@@ -2,6 +2,7 @@
 # Runs every cargo-fuzz target of the project for a bounded time each, seeded
 # with the example policies and workloads and a few hand-made frames:
 #   policy, workload   (crates/policy/fuzz: the TOML files, the run engine)
+#   dot                (crates/policy/fuzz: policies written in DOT)
 #   parse, classify    (crates/classify/fuzz: header parsing, classification)
 # Usage: bash scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 25; CI runs 20)
 #        FUZZ_RUNS=N bash scripts/fuzz.sh            (N executions per target instead)
@@ -34,6 +35,7 @@ hex2bin "${eth}86dd6000000000140640fe800000000000000000000000000001fe80000000000
 hex2bin "${eth}08004500001c00002001401100000a0000010a0000020000000000000000" >"$frames/frag4"
 
 seed policy examples/policies/*.toml crates/policy/builtin/fig6-policy.toml
+seed dot examples/policies/*.dot
 seed workload examples/workloads/*.toml crates/policy/builtin/fig6-workload.toml
 seed parse "$frames"/*
 # classify: a control byte, then frames each behind a length byte.
@@ -60,5 +62,6 @@ run() { # run CRATE_DIR TARGET
 }
 run crates/policy/fuzz policy
 run crates/policy/fuzz workload
+run crates/policy/fuzz dot
 run crates/classify/fuzz parse
 run crates/classify/fuzz classify

@@ -179,6 +179,11 @@ impl KeyIndex {
         (line, column)
     }
 
+    /// The indexed text.
+    pub(crate) fn text(&self) -> &str {
+        &self.text
+    }
+
     /// 1-based line of byte `offset`.
     pub fn line_of(&self, offset: usize) -> usize {
         self.line_col(offset).0

@@ -141,6 +141,7 @@
 pub mod budget;
 pub mod classify;
 pub mod describe;
+pub mod dot;
 mod error;
 mod expr;
 mod file;
@@ -179,6 +180,8 @@ pub struct Policy {
     rules: RuleSet,
     index: KeyIndex,
     leaves: file::LeafMap,
+    /// For a policy written in DOT: the DOT text and where each key came from.
+    dot: Option<std::sync::Arc<dot::DotSource>>,
 }
 
 impl Policy {
@@ -196,8 +199,42 @@ impl Policy {
     /// The file cannot be read, any mistake in it, or a tree or flow table whose
     /// estimated memory exceeds `limits` (see [`budget`]).
     pub fn load_with(path: impl AsRef<Path>, limits: &Limits) -> Result<Policy, PolicyError> {
-        let (name, text) = error::read(path.as_ref())?;
-        Policy::parse_with(&text, &name, limits)
+        let path = path.as_ref();
+        let (name, text) = error::read(path)?;
+        let is_dot = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("dot") || e.eq_ignore_ascii_case("gv"));
+        if is_dot {
+            Policy::parse_dot_with(&text, &name, limits)
+        } else {
+            Policy::parse_with(&text, &name, limits)
+        }
+    }
+
+    /// Validates a policy written in DOT (see [`dot`]): a `digraph` whose edges
+    /// go from parent to child, the node attributes the policy file's node keys;
+    /// errors name `file_name` and the place in the DOT text.
+    ///
+    /// # Errors
+    /// Any mistake in the graph or its settings, or an estimate above
+    /// `limits.max_memory`.
+    pub fn parse_dot_with(
+        text: &str,
+        file_name: &str,
+        limits: &Limits,
+    ) -> Result<Policy, PolicyError> {
+        let (toml, source) = dot::to_toml(text, file_name)?;
+        let index = KeyIndex::new(file_name, &toml);
+        let c = file::compile(&index, &toml, limits).map_err(|e| source.translate(e, &index))?;
+        Ok(Policy {
+            file: file_name.to_string(),
+            spec: c.spec,
+            classify: c.classify,
+            rules: c.rules,
+            index,
+            leaves: c.leaves,
+            dot: Some(std::sync::Arc::new(source)),
+        })
     }
 
     /// Validates policy `text`; errors name `file_name`.
@@ -225,6 +262,7 @@ impl Policy {
             rules: c.rules,
             index,
             leaves: c.leaves,
+            dot: None,
         })
     }
 
@@ -239,7 +277,11 @@ impl Policy {
     /// An error pointing at `key` (empty message), for charges and checks that
     /// concern the policy as a whole.
     pub(crate) fn at_key(&self, key: &str) -> PolicyError {
-        self.index.at_key(key, "")
+        let e = self.index.at_key(key, "");
+        match &self.dot {
+            Some(d) => d.translate(e, &self.index),
+            None => e,
+        }
     }
 
     /// What the policy's tree and live flow table allocate, per key.
