@@ -12,7 +12,7 @@
 //! }
 //! ```
 //!
-//! The file is parsed with `winnow` ([`parse`]) and lowered ([`lower`]) to the
+//! The file is parsed with `winnow` (`dot/parse.rs`) and lowered (`dot/lower.rs`) to the
 //! policy file it means, which the TOML compiler then checks and compiles: one
 //! language of keys for both inputs, and the same tree. Every error is reported
 //! at the place in the DOT file the key came from, as
