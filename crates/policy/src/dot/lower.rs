@@ -99,9 +99,16 @@ struct Lowering {
     nodes: Vec<NodeAcc>,
     by_name: HashMap<String, usize>,
     graph: Vec<Attr>,
+    /// Where each line of the DOT text starts, to name lines in messages.
+    line_starts: Vec<usize>,
 }
 
 impl Lowering {
+    /// The 1-based line of byte `at`.
+    fn line(&self, at: usize) -> usize {
+        self.line_starts.partition_point(|&s| s <= at)
+    }
+
     fn node(&mut self, id: &Id) -> Result<usize, LowerError> {
         if id.kind == IdKind::Html {
             let msg = "an HTML string cannot name a node: use a name or a quoted string";
@@ -146,10 +153,10 @@ impl Lowering {
             Some((p, _)) if *p == parent => Ok(()),
             Some((p, first)) => {
                 let msg = format!(
-                    "`{}` already has the parent `{}` (offset {}): a node of the tree has one parent",
+                    "`{}` already has the parent `{}` (line {}): a node of the tree has one parent",
                     self.name(child),
                     self.name(*p),
-                    first.at
+                    self.line(first.at)
                 );
                 Err(err(at.at, format!("{}.parent", self.name(child)), msg))
             }
@@ -327,7 +334,7 @@ fn node_table(
             return Err(err(a.key.at, format!("{}.{k}", id.text), msg));
         }
         if let Some(first) = seen.insert(k, a.key.at) {
-            let msg = format!("`{k}` is set twice (first at offset {first})");
+            let msg = format!("`{k}` is set twice (first on line {})", l.line(first));
             return Err(err(a.key.at, format!("{}.{k}", id.text), msg));
         }
         let label = format!("{}.{k}", id.text);
@@ -402,7 +409,7 @@ fn graph_settings(
             return Err(err(a.key.at, format!("graph.{k}"), msg));
         };
         if let Some(first) = seen.insert(k, a.key.at) {
-            let msg = format!("`{k}` is set twice (first at offset {first})");
+            let msg = format!("`{k}` is set twice (first on line {})", l.line(first));
             return Err(err(a.key.at, format!("graph.{k}"), msg));
         }
         let label = format!("graph.{k}");
@@ -427,13 +434,19 @@ fn graph_settings(
     Ok(())
 }
 
-/// The policy file `g` means, and where each of its keys came from.
-pub(crate) fn lower(g: &Graph) -> Result<(DocumentMut, SourceMap), LowerError> {
+/// The policy file `g`, parsed from `text`, means, and where each of its keys
+/// came from.
+pub(crate) fn lower(g: &Graph, text: &str) -> Result<(DocumentMut, SourceMap), LowerError> {
     if !g.directed {
         let msg = "a policy tree is a `digraph`: edges go from parent to child";
         return Err(err(g.at, "graph", msg));
     }
-    let mut l = Lowering::default();
+    let mut l = Lowering {
+        line_starts: std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect(),
+        ..Lowering::default()
+    };
     l.stmts(&g.stmts, true)?;
     if l.nodes.is_empty() {
         return Err(err(g.at, "graph", "a policy needs at least one node"));

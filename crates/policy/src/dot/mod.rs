@@ -57,7 +57,8 @@ pub(crate) struct DotSource {
 pub(crate) fn to_toml(text: &str, file: &str) -> Result<(String, DotSource), PolicyError> {
     let dot = KeyIndex::new(file, text);
     let graph = parse::parse(text).map_err(|e| dot.error(e.offset, "graph", e.message))?;
-    let (doc, map) = lower::lower(&graph).map_err(|e| dot.error(e.offset, &e.key, e.message))?;
+    let (doc, map) =
+        lower::lower(&graph, text).map_err(|e| dot.error(e.offset, &e.key, e.message))?;
     Ok((doc.to_string(), DotSource { dot, map }))
 }
 
