@@ -44,9 +44,9 @@ rank_on_dequeue = "finish = start + len * 65536 / weight; start = finish""#;
 /// Gbit/s to the 10 Gbit/s the workload sends: flows are held and released).
 const TBF_KEYS: &str = r#"discipline = "fifo"
 constants = { rate = 10000000, extra = 1500 }
-release_state = { tat = 0, frac = 0, behind = 0, cost = 0 }
+release_state = { tat = 0, frac = 0 }
 release = "if((tat < extra * 8000000000 / rate) + (tat == extra * 8000000000 / rate) * (frac <= extra * 8000000000 % rate), 0, tat - extra * 8000000000 / rate + (frac > extra * 8000000000 % rate))"
-release_on_dequeue = "behind = (tat + 1 < now) + (tat + 1 == now) * (frac == 0); tat = if(behind, now - 1, tat); frac = if(behind, 1, frac); cost = len * 8000000000; frac = frac + cost % rate; tat = tat + cost / rate + frac / rate; frac = frac % rate; if((tat < extra * 8000000000 / rate) + (tat == extra * 8000000000 / rate) * (frac <= extra * 8000000000 % rate), 0, tat - extra * 8000000000 / rate + (frac > extra * 8000000000 % rate))""#;
+release_on_dequeue = "frac = if(tat + 1 < now, 1, max(frac, tat + 1 == now)); tat = max(tat, now - 1); frac = frac + len * 8000000000 % rate; tat = tat + len * 8000000000 / rate + frac / rate; frac = frac % rate; if((tat < extra * 8000000000 / rate) + (tat == extra * 8000000000 / rate) * (frac <= extra * 8000000000 % rate), 0, tat - extra * 8000000000 / rate + (frac > extra * 8000000000 % rate))""#;
 
 /// The compared disciplines.
 pub const CASES: [Case; 7] = [
