@@ -686,8 +686,9 @@ fn fig9_burst_allowance_speeds_up_short_flows() {
     }
 }
 
-/// Every file in `examples/policies/` compiles, and each has a workload in
-/// `examples/workloads/` except the live-traffic examples (`live-*.toml`, which
+/// Every file in `examples/policies/` (TOML or DOT) compiles, and each has a
+/// workload in `examples/workloads/` (`x.dot` and `x-expr.toml` use `x.toml`'s)
+/// except the live-traffic examples (`live-*.toml`, which
 /// classify by header fields) and Fig. 9's, which share `fig9-burst`'s.
 #[test]
 fn every_example_policy_compiles() {
@@ -695,13 +696,15 @@ fn every_example_policy_compiles() {
     let mut names: Vec<String> = std::fs::read_dir(root.join("policies"))
         .expect("examples/policies")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".toml"))
+        .filter(|n| n.ends_with(".toml") || n.ends_with(".dot"))
         .collect();
     names.sort();
     assert!(names.len() >= 15, "{names:?}");
     for name in names {
         Policy::load(root.join("policies").join(&name)).unwrap_or_else(|e| panic!("{e}"));
-        let mirrored = name.strip_suffix("-expr.toml").map(|b| format!("{b}.toml"));
+        let mirrored = (name.strip_suffix("-expr.toml"))
+            .or_else(|| name.strip_suffix(".dot"))
+            .map(|b| format!("{b}.toml"));
         let workload = if let Some(m) = &mirrored {
             m
         } else if name.starts_with("fig9-") {
