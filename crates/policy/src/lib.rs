@@ -70,6 +70,10 @@
 //! | `rank_on_dequeue` | string: a rank expression | with `rank`: run after a unit sends a packet, its value the unit's new rank (default: `rank` on the unit's next packet) |
 //! | `state` | inline table of names and integers >= 0 | with `rank`: per-unit state variables and their initial values, e.g. `{ start = 0, finish = 0 }` |
 //! | `node_state` | inline table of names and integers >= 0 | with `rank`: per-node state variables |
+//! | `constants` | inline table of names and integers >= 0 | with `rank` or `release`: named values, folded into the programs at load |
+//! | `release` | string: an expression | per-flow leaves: the time (ns) a flow's next packet may leave, computed when a packet arrives into an empty flow; the tree's one shaper holds the flow until then, and the leaf's discipline orders the flows that may send |
+//! | `release_on_dequeue` | string: an expression | with `release`: run after each send, its value the next packet's release time (default: `release` on the next packet) |
+//! | `release_state` | inline table of names and integers >= 0 | with `release`: per-flow state variables of the release programs |
 //!
 //! ## Rank expressions
 //! Statements separated by `;`, each an expression or an assignment `name =
@@ -89,6 +93,18 @@
 //! Expressions are compiled once, when the file is loaded, into a stack program
 //! ([`eiffel_sched::tree::RankProgram`]); a mistake names its line and column.
 //! `examples/policies/*-expr.toml` write the built-in rank functions this way.
+//! Release programs (`release`, `release_on_dequeue`) use the same language
+//! over their `release_state` and the constants, without what belongs to
+//! ranking (`vtime`, `weight`, `priority`, `reservation`, `min_remaining`);
+//! `examples/policies/tbf-expr.toml` is a token bucket written this way, exact
+//! to the tick of the built-in `flow_limit`.
+//!
+//! ## DOT
+//! A policy can also be a Graphviz `digraph` ([`Policy::parse_dot_with`];
+//! [`Policy::load`] reads `.dot` and `.gv` files so): nodes with the keys above
+//! as attributes, edges from parent to child, the tree-wide settings and
+//! `[classify]`'s as graph attributes, and a leaf's `rule = "class=2 |
+//! protocol=udp"` for its rules. See [`dot`].
 //!
 //! The calendar parameters are described with their defaults and ranges on
 //! [`eiffel_sched::tree::CalendarPolicy`] and [`eiffel_sched::tree::CalendarSpec`].
