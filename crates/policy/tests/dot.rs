@@ -192,6 +192,10 @@ fn settings_errors_point_into_the_dot_file() {
         "f.state",
         "TOML inside a string",
     );
+}
+
+#[test]
+fn graph_settings_and_rules_errors_point_into_the_dot_file() {
     // Graph settings.
     refused(
         "digraph p {\n  capacty = 5\n  a\n}",

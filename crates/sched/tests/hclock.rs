@@ -191,10 +191,9 @@ fn three_tenants_across_capacities() {
 /// rest to host 1 by its VMs' shares. (The OSDI'10 paper's own example tables
 /// could not be retrieved here; this is the vendor's published arithmetic for
 /// the same rule.) One I/O is one 1000-byte packet: 8000 IOPS is a 64 Mbit/s link.
-#[test]
-fn the_published_vsphere_example() {
-    const LEN: u32 = 1_000;
-    const IOPS: u64 = 8_000;
+/// The example's tree: the array over two hosts over two VMs each, I/Os of
+/// `len` bytes.
+fn vsphere_tree(len: u32) -> PolicyTree {
     let mut spec = TreeSpec::new(10_000);
     let mut root = NodeSpec::new("array", None);
     root.discipline = Discipline::HCLOCK;
@@ -217,13 +216,20 @@ fn the_published_vsphere_example() {
         vm.weight = shares;
         if limit_iops > 0 {
             vm.limit = Some(RateLimit {
-                rate: Rate::from_bps(limit_iops * u64::from(LEN) * 8),
-                burst: 16 * u64::from(LEN),
+                rate: Rate::from_bps(limit_iops * u64::from(len) * 8),
+                burst: 16 * u64::from(len),
             });
         }
         spec.add(vm);
     }
-    let mut tree = PolicyTree::new(spec).expect("valid tree");
+    PolicyTree::new(spec).expect("valid tree")
+}
+
+#[test]
+fn the_published_vsphere_example() {
+    const LEN: u32 = 1_000;
+    const IOPS: u64 = 8_000;
+    let mut tree = vsphere_tree(LEN);
     let class: Vec<u32> = (1..=4)
         .map(|i| tree.leaf(&format!("vm{i}")).unwrap())
         .collect();
