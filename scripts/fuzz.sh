@@ -8,6 +8,8 @@
 #                            classification, checksum completion)
 # Usage: bash scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 25; CI runs 20)
 #        FUZZ_RUNS=N bash scripts/fuzz.sh            (N executions per target instead)
+#        FUZZ_TIMEOUT=S ...     (an input may take S seconds, default 10: more on a
+#                                loaded machine, where a starved run is not a hang)
 #        bash scripts/fuzz.sh 20 rank scenario     (only the targets named)
 # A crash stops the script with the input's path; turn it into a regression test
 # (crates/policy/tests/hostile.rs, crates/netsim/tests/hostile.rs,
@@ -66,7 +68,7 @@ run() { # run CRATE_DIR TARGET
     local log="$corpus/$2.log"
     echo "==> fuzz $2 (${FUZZ_RUNS:+$FUZZ_RUNS runs}${FUZZ_RUNS:-$secs s})"
     if ! (cd "$1" && cargo +nightly fuzz run --release "$2" "$corpus/$2" -- \
-        "${limit[@]}" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1) >"$log" 2>&1; then
+        "${limit[@]}" -rss_limit_mb=2048 -timeout="${FUZZ_TIMEOUT:-10}" -print_final_stats=1) >"$log" 2>&1; then
         tail -n 60 "$log"
         echo "error: fuzz target $2 failed (full output: $log)" >&2
         exit 1
