@@ -34,7 +34,7 @@ fi
 echo "==> doc tests"
 cargo test --workspace --doc
 
-echo "==> loom: mailbox, client lists, sleep/notify"
+echo "==> loom: mailbox, client lists, sleep/notify, command and shutdown hand-offs, frame pool, reload"
 bash .ci/loom.sh
 
 echo "==> miri: every module with unsafe code"
