@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # Runs every cargo-fuzz target of the project for a bounded time each, seeded
 # with the example policies and workloads and a few hand-made frames:
-#   policy, workload   (crates/policy/fuzz: the TOML files, the run engine)
-#   dot                (crates/policy/fuzz: policies written in DOT)
-#   parse, classify    (crates/classify/fuzz: header parsing, classification)
+#   policy, workload, rank  (crates/policy/fuzz: the TOML files, the run engine,
+#                            rank expressions compiled and run)
+#   dot                     (crates/policy/fuzz: policies written in DOT)
+#   scenario                (crates/netsim/fuzz: scenario files)
+#   parse, classify, checksum (crates/classify/fuzz: header parsing,
+#                            classification, checksum completion)
 # Usage: bash scripts/fuzz.sh [SECONDS_PER_TARGET]   (default 25; CI runs 20)
 #        FUZZ_RUNS=N bash scripts/fuzz.sh            (N executions per target instead)
+#        FUZZ_TIMEOUT=S ...     (an input may take S seconds, default 10: more on a
+#                                loaded machine, where a starved run is not a hang)
+#        bash scripts/fuzz.sh 20 rank scenario     (only the targets named)
 # A crash stops the script with the input's path; turn it into a regression test
-# (crates/policy/tests/hostile.rs, crates/classify/src/tests.rs).
+# (crates/policy/tests/hostile.rs, crates/netsim/tests/hostile.rs,
+# crates/classify/src/tests.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.d/fuzz.sh
@@ -38,6 +45,16 @@ seed policy examples/policies/*.toml crates/policy/builtin/fig6-policy.toml
 seed dot examples/policies/*.dot
 seed workload examples/workloads/*.toml crates/policy/builtin/fig6-workload.toml
 seed parse "$frames"/*
+seed checksum "$frames"/*
+seed scenario examples/scenarios/*.toml
+# rank: a `rank` program, a newline, a `rank_on_dequeue` program; one seed per
+# example policy's programs.
+mkdir -p "$corpus/rank"
+for f in examples/policies/*-expr.toml; do
+    r=$(sed -n 's/^rank = "\(.*\)"$/\1/p' "$f" | head -1)
+    d=$(sed -n 's/^rank_on_dequeue = "\(.*\)"$/\1/p' "$f" | head -1)
+    if [ -n "$r" ]; then printf '%s\n%s' "$r" "$d" >"$corpus/rank/$(basename "$f" .toml)"; fi
+done
 # classify: a control byte, then frames each behind a length byte.
 mkdir -p "$corpus/classify"
 for f in "$frames"/*; do
@@ -53,15 +70,20 @@ run() { # run CRATE_DIR TARGET
     local log="$corpus/$2.log"
     echo "==> fuzz $2 (${FUZZ_RUNS:+$FUZZ_RUNS runs}${FUZZ_RUNS:-$secs s})"
     if ! (cd "$1" && cargo +nightly fuzz run --release "$2" "$corpus/$2" -- \
-        "${limit[@]}" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1) >"$log" 2>&1; then
+        "${limit[@]}" -rss_limit_mb=2048 -timeout="${FUZZ_TIMEOUT:-10}" -print_final_stats=1) >"$log" 2>&1; then
         tail -n 60 "$log"
         echo "error: fuzz target $2 failed (full output: $log)" >&2
         exit 1
     fi
     grep -E "^stat::(number_of_executed_units|peak_rss_mb)" "$log" || true
 }
-run crates/policy/fuzz policy
-run crates/policy/fuzz workload
-run crates/policy/fuzz dot
-run crates/classify/fuzz parse
-run crates/classify/fuzz classify
+shift || true
+want=("$@")
+for t in policy:crates/policy/fuzz workload:crates/policy/fuzz rank:crates/policy/fuzz dot:crates/policy/fuzz \
+    scenario:crates/netsim/fuzz parse:crates/classify/fuzz classify:crates/classify/fuzz \
+    checksum:crates/classify/fuzz; do
+    name=${t%%:*}
+    if [ ${#want[@]} -eq 0 ] || [[ " ${want[*]} " == *" $name "* ]]; then
+        run "${t#*:}" "$name"
+    fi
+done

@@ -34,13 +34,13 @@ fi
 echo "==> doc tests"
 cargo test --workspace --doc
 
-echo "==> loom: mailbox, client lists, sleep/notify"
+echo "==> loom: mailbox, client lists, sleep/notify, command and shutdown hand-offs, frame pool, reload"
 bash .ci/loom.sh
 
 echo "==> miri: every module with unsafe code"
 bash .ci/miri.sh
 
-echo "==> fuzz: every cargo-fuzz target for 20 s (policy and workload files, header parsing, classification)"
+echo "==> fuzz: every cargo-fuzz target for 20 s (policy, workload and scenario files, rank expressions, header parsing, classification, checksums)"
 bash scripts/fuzz.sh 20
 
 echo "==> benches compile"

@@ -67,9 +67,9 @@ fn measure(d: &Discipline, flows: u32, packets: u64) -> Result<(f64, u64), Bench
     Ok((best, packets / REPS * REPS))
 }
 
-fn print_table(records: &[Record]) {
-    println!("ns per packet (enqueue + dequeue) through one per-flow leaf, {BACKLOG_PER_FLOW} packets queued per flow");
-    println!("calendar = the cq-* discipline on a calendar queue; cffs = its counterpart on a cffs, same run");
+fn print_table(records: &[Record]) -> std::io::Result<()> {
+    crate::outln!("ns per packet (enqueue + dequeue) through one per-flow leaf, {BACKLOG_PER_FLOW} packets queued per flow");
+    crate::outln!("calendar = the cq-* discipline on a calendar queue; cffs = its counterpart on a cffs, same run");
     let mut t = Table::new(["case", "flows", "cffs", "calendar", "calendar/cffs"]);
     for pair in records.chunks(2) {
         let (base, cal) = (&pair[0], &pair[1]);
@@ -81,7 +81,8 @@ fn print_table(records: &[Record]) {
             fmt_f(cal.ratio, 2),
         ]);
     }
-    println!("{}", t.render());
+    crate::outln!("{}", t.render());
+    Ok(())
 }
 
 /// Runs the benchmark.
@@ -111,7 +112,7 @@ pub fn run(opts: &CommonOpts) -> Result<(), BenchError> {
     if opts.json {
         print_results(&records)?;
     } else {
-        print_table(&records);
+        print_table(&records)?;
     }
     Ok(())
 }

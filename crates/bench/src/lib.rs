@@ -10,6 +10,7 @@ pub mod cq;
 pub mod hqos;
 pub mod mailbox;
 mod netsim;
+pub mod out;
 pub mod policy;
 pub mod probe;
 mod pspat;

@@ -419,7 +419,7 @@ pub fn run(opts: &MailboxOpts) -> Result<(), BenchError> {
     if opts.common.json {
         print_results(&records)?;
     } else {
-        println!(
+        crate::outln!(
             "SPSC transfer, producer on cpu {} and consumer on cpu {}, {} values per ring, \
              median of {repeat} runs; cross-cpu round trip {} \
              (crossbeam's ArrayQueue has no batch operations: its batched rows move one value at a time)",
@@ -428,7 +428,7 @@ pub fn run(opts: &MailboxOpts) -> Result<(), BenchError> {
             opts.capacity,
             rtt.map_or("unknown".into(), |r| format!("{r:.0} ns"))
         );
-        print!("{}", table.render());
+        crate::out!("{}", table.render());
     }
     Ok(())
 }

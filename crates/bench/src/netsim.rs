@@ -200,7 +200,7 @@ pub fn run(opts: &CommonOpts) -> Result<(), BenchError> {
         print_results(&records)?;
         return Ok(());
     }
-    println!(
+    crate::outln!(
         "eiffel bench netsim: {} at load {load}, {flows} flows, one core; fastest of {REPS}, thread CPU time\n",
         path.file_name().map_or_else(String::new, |f| f.to_string_lossy().into_owned())
     );
@@ -224,6 +224,6 @@ pub fn run(opts: &CommonOpts) -> Result<(), BenchError> {
             format!("{}x", fmt_f(r.ratio, 2)),
         ]);
     }
-    print!("{}", t.render());
+    crate::out!("{}", t.render());
     Ok(())
 }

@@ -255,7 +255,7 @@ fn summary(records: &[Record]) -> Vec<Record> {
 }
 
 /// Prints the sweep's table.
-fn print_sweep(records: &[Record]) {
+fn print_sweep(records: &[Record]) -> std::io::Result<()> {
     let mut t = Table::new(["case", "queue", "flows", "ns/packet", "Mpps", "833 kpps"]);
     for r in records.iter().filter(|r| r.row == "sweep") {
         t.row([
@@ -267,7 +267,8 @@ fn print_sweep(records: &[Record]) {
             if r.sustains_10g { "yes" } else { "no" }.to_string(),
         ]);
     }
-    println!("{}", t.render());
+    crate::outln!("{}", t.render());
+    Ok(())
 }
 
 /// The largest N measured of `case`.
@@ -289,22 +290,22 @@ fn cost(records: &[Record], case: &str, queue: &str, n: u32) -> Option<f64> {
 }
 
 /// Prints the largest N per case and the ratios the README quotes.
-fn print_summary(records: &[Record], summary: &[Record]) {
-    println!("largest N measured within 1200 ns/packet (one core, 10 Gbit/s of 1500 B):");
+fn print_summary(records: &[Record], summary: &[Record]) -> std::io::Result<()> {
+    crate::outln!("largest N measured within 1200 ns/packet (one core, 10 Gbit/s of 1500 B):");
     for s in summary {
         let bound = if s.flows == max_n(records, s.case) {
             " (the largest measured: the limit lies beyond)"
         } else {
             ""
         };
-        println!("  {:8} {:12} {}{bound}", s.case, s.queue, s.flows);
+        crate::outln!("  {:8} {:12} {}{bound}", s.case, s.queue, s.flows);
     }
     for case in ["pfabric", "pfabric-module", "hclock"] {
         let n = max_n(records, case);
         let base = cost(records, case, "cffs", n);
         if let (Some(b), Some(h)) = (base, cost(records, case, "binary_heap", n)) {
             let ratio = fmt_f(h / b, 2);
-            println!("{case} at {n}: binary heap / cffs = {ratio}x per packet");
+            crate::outln!("{case} at {n}: binary heap / cffs = {ratio}x per packet");
         }
     }
     let largest_of = |queue: &str| {
@@ -314,7 +315,7 @@ fn print_summary(records: &[Record], summary: &[Record]) {
             .map(|r| r.flows)
     };
     if let (Some(c), Some(h)) = (largest_of("cffs"), largest_of("heap_rebuilt")) {
-        println!(
+        crate::outln!(
             "pfabric module: the paper's re-heapified heap sustains 833 kpps up to {h} flows, cffs beyond {c} ({}x more flows)",
             fmt_f(f64::from(c) / f64::from(h), 0)
         );
@@ -327,7 +328,7 @@ fn print_summary(records: &[Record], summary: &[Record]) {
                 .map(|r| r.ns_per_packet)
         };
         if let (Some(b), Some(e)) = (find("builtin"), find("expr")) {
-            println!(
+            crate::outln!(
                 "rank expressions, {}: expr / built-in = {}x per packet ({} vs {} ns)",
                 case.name,
                 fmt_f(e / b, 2),
@@ -341,11 +342,12 @@ fn print_summary(records: &[Record], summary: &[Record]) {
         wheel,
         cost(records, "pacing", "pacer, binary heap", PACED_FLOWS),
     ) {
-        println!(
+        crate::outln!(
             "pacing 20k flows: heap shaper / timing-wheel shaper = {}x per packet",
             fmt_f(h / w, 2)
         );
     }
+    Ok(())
 }
 
 /// Runs the benchmark.
@@ -365,9 +367,9 @@ pub fn run(opts: &CommonOpts) -> Result<(), BenchError> {
     let summary = summary(&records);
     records.extend(summary.iter().cloned());
     if opts.json {
-        return Ok(print_results(&records)?);
+        return print_results(&records);
     }
-    print_sweep(&records);
-    print_summary(&records, &summary);
+    print_sweep(&records)?;
+    print_summary(&records, &summary)?;
     Ok(())
 }

@@ -446,19 +446,20 @@ fn fig14_point(
     Ok(())
 }
 
-fn print_tables(records: &[Record]) {
+fn print_tables(records: &[Record]) -> std::io::Result<()> {
     if records.iter().any(|r| r.experiment == "pkts_per_bucket") {
-        print_fig12(records);
+        print_fig12(records)?;
     }
     if records.iter().any(|r| r.experiment == "hold") {
-        print_hold(records);
+        print_hold(records)?;
     }
     if records.iter().any(|r| r.experiment == "occupancy") {
-        print_fig13(records);
+        print_fig13(records)?;
     }
     if records.iter().any(|r| r.experiment == "error") {
-        print_fig14(records);
+        print_fig14(records)?;
     }
+    Ok(())
 }
 
 fn ratio_cells(r: &Record) -> [String; 2] {
@@ -468,8 +469,8 @@ fn ratio_cells(r: &Record) -> [String; 2] {
     ]
 }
 
-fn print_fig12(records: &[Record]) {
-    println!(
+fn print_fig12(records: &[Record]) -> std::io::Result<()> {
+    crate::outln!(
         "Fig. 12: fill then drain, every bucket occupied \
          (Mpps; ratio to the fastest baseline of the same run)"
     );
@@ -492,11 +493,12 @@ fn print_fig12(records: &[Record]) {
             base,
         ]);
     }
-    println!("{}", t.render());
+    crate::outln!("{}", t.render());
+    Ok(())
 }
 
-fn print_hold(records: &[Record]) {
-    println!(
+fn print_hold(records: &[Record]) -> std::io::Result<()> {
+    crate::outln!(
         "Hold model: pop the minimum, insert it 1..={HOLD_SPAN} ranks later \
          (ns per pair; speed-up over the fastest baseline of the same run)"
     );
@@ -519,11 +521,12 @@ fn print_hold(records: &[Record]) {
             r.ns_vs_plain_buckets.map_or(String::new(), |x| fmt_f(x, 2)),
         ]);
     }
-    println!("{}", t.render());
+    crate::outln!("{}", t.render());
+    Ok(())
 }
 
-fn print_fig13(records: &[Record]) {
-    println!("Fig. 13: approx_gradient against occupancy, one packet per occupied bucket (ratio to cffs in the same run)");
+fn print_fig13(records: &[Record]) -> std::io::Result<()> {
+    crate::outln!("Fig. 13: approx_gradient against occupancy, one packet per occupied bucket (ratio to cffs in the same run)");
     let mut t = Table::new([
         "buckets",
         "occupancy",
@@ -546,11 +549,12 @@ fn print_fig13(records: &[Record]) {
             ]);
         }
     }
-    println!("{}", t.render());
+    crate::outln!("{}", t.render());
+    Ok(())
 }
 
-fn print_fig14(records: &[Record]) {
-    println!(
+fn print_fig14(records: &[Record]) -> std::io::Result<()> {
+    crate::outln!(
         "Fig. 14: approx_gradient error against empty buckets (error = popped bucket - true minimum); \
          look-back 0 is the paper's algorithm"
     );
@@ -579,7 +583,8 @@ fn print_fig14(records: &[Record]) {
                 .map_or(String::new(), |x| fmt_f(x, 1)),
         ]);
     }
-    println!("{}", t.render());
+    crate::outln!("{}", t.render());
+    Ok(())
 }
 
 /// The experiments of `eiffel bench queues`.
@@ -628,7 +633,7 @@ pub fn run(opts: &QueuesOpts) -> Result<(), BenchError> {
     if opts.common.json {
         print_results(&records)?;
     } else {
-        print_tables(&records);
+        print_tables(&records)?;
     }
     Ok(())
 }

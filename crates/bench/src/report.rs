@@ -67,12 +67,15 @@ impl Table {
 }
 
 /// Prints `{"results": records}` as pretty JSON on stdout.
-pub fn print_results<T: Serialize>(records: &[T]) -> Result<(), serde_json::Error> {
+///
+/// # Errors
+/// The records do not serialise, or standard output is closed.
+pub fn print_results<T: Serialize>(records: &[T]) -> Result<(), Box<dyn std::error::Error>> {
     #[derive(Serialize)]
     struct Envelope<'a, T> {
         results: &'a [T],
     }
-    println!(
+    crate::outln!(
         "{}",
         serde_json::to_string_pretty(&Envelope { results: records })?
     );

@@ -184,9 +184,9 @@ fn configuration(
     Ok(())
 }
 
-fn print_table(records: &[Record]) {
-    println!("qfq.txt Table 4: ns per enqueue/dequeue pair, generator included (NONE = generator alone, same run)");
-    println!("net = minus NONE; ratios on net costs");
+fn print_table(records: &[Record]) -> std::io::Result<()> {
+    crate::outln!("qfq.txt Table 4: ns per enqueue/dequeue pair, generator included (NONE = generator alone, same run)");
+    crate::outln!("net = minus NONE; ratios on net costs");
     let mut t = Table::new([
         "flows",
         "pattern",
@@ -228,7 +228,8 @@ fn print_table(records: &[Record]) {
             fmt_f(qfq.net_ns_per_pair / wf2q.net_ns_per_pair, 2),
         ]);
     }
-    println!("{}", t.render());
+    crate::outln!("{}", t.render());
+    Ok(())
 }
 
 /// Options of `eiffel bench sched`.
@@ -280,7 +281,7 @@ pub fn run(opts: &SchedOpts) -> Result<(), BenchError> {
     if opts.common.json {
         print_results(&records)?;
     } else {
-        print_table(&records);
+        print_table(&records)?;
     }
     Ok(())
 }

@@ -299,7 +299,7 @@ pub fn run(opts: &CommonOpts) -> Result<(), BenchError> {
         print_results(&records)?;
         return Ok(());
     }
-    println!(
+    crate::outln!(
         "60 B frames (64 B on the wire), {seconds} s per run, generator, middle and receiver sharing {} cores",
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
     );
@@ -329,12 +329,12 @@ pub fn run(opts: &CommonOpts) -> Result<(), BenchError> {
                 .map_or_else(|| "-".into(), |v| fmt_f(v, 0)),
         ]);
     }
-    print!("{}", t.render());
+    crate::out!("{}", t.render());
     let of = |arch: &str, f: fn(&Record) -> f64| {
         median(records.iter().filter(|r| r.arch == arch).map(f).collect())
     };
     for arch in ["eiffel", "eiffel-inline"] {
-        println!(
+        crate::outln!(
             "{arch} / htb (medians): delivered rate {:.2}, pipeline CPU per packet {:.2}",
             of(arch, |r| r.mpps) / of("htb", |r| r.mpps).max(1e-9),
             of(arch, |r| r.cpu_ns_per_packet) / of("htb", |r| r.cpu_ns_per_packet).max(1e-9),

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use eiffel_bench::hqos::hierarchy::{Hierarchy, QUEUES_PER_PIPE, TRAFFIC_CLASSES};
+use eiffel_bench::hqos::hierarchy::{Hierarchy, ShapeProblem, QUEUES_PER_PIPE, TRAFFIC_CLASSES};
 use eiffel_bench::hqos::shares::{compare, fluid, TOLERANCE};
 use eiffel_bench::hqos::{eiffel_shares, load, share_window, throughput, Arch};
 use eiffel_policy::Policy;
@@ -61,6 +61,13 @@ fn a_policy_of_another_shape_is_refused_naming_the_node() {
         "{msg}"
     );
     assert!(msg.contains("13 traffic classes"), "{msg}");
+    assert_eq!(
+        err.problem,
+        ShapeProblem::PipeClasses {
+            pipe: "b".into(),
+            children: 12
+        }
+    );
 }
 
 #[test]

@@ -40,7 +40,7 @@ pub enum DpdkError {
     PoolEmpty(usize),
     /// A configuration value outside what `rte_sched` supports.
     #[error("rte_sched configuration: {0}")]
-    Config(String),
+    Config(#[from] SchedConfigError),
     /// An `rte_sched` call refused the configuration.
     #[error("{call} failed with {code} ({reason}); DPDK's log above says which parameter")]
     Sched {
@@ -51,6 +51,27 @@ pub enum DpdkError {
         /// `strerror` of the code.
         reason: String,
     },
+}
+
+/// A port configuration or queue address `rte_sched` cannot take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SchedConfigError {
+    /// Pipes per subport not a power of two.
+    #[error("{0} pipes per subport: rte_sched needs a power of two")]
+    Pipes(u32),
+    /// Subports zero or not a power of two.
+    #[error("{0} subports: a power of two is needed")]
+    Subports(u32),
+    /// No pipe profile given.
+    #[error("no pipe profile")]
+    NoProfile,
+    /// A queue size not a power of two.
+    #[error("queue size {0}: a power of two is needed")]
+    QueueSize(u16),
+    /// A queue address outside the port.
+    #[error("no queue at {0:?}")]
+    NoQueue(crate::sched::QueuePath),
 }
 
 /// DPDK's message for error number `code` (positive or negative).

@@ -28,7 +28,7 @@ mod mbuf;
 mod sched;
 
 pub use eal::{eal, Eal};
-pub use error::DpdkError;
+pub use error::{DpdkError, SchedConfigError};
 pub use mbuf::{Burst, Mempool, MAX_BURST};
 pub use sched::{
     PipeProfile, PortConfig, QueuePath, QueueStats, SchedPort, SubportProfile, BE_QUEUES, BE_TC,

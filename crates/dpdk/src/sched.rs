@@ -4,7 +4,7 @@ use std::ffi::CString;
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
-use crate::error::{check, DpdkError};
+use crate::error::{check, DpdkError, SchedConfigError};
 use crate::mbuf::{Burst, Mempool};
 use crate::sys;
 
@@ -77,24 +77,17 @@ impl PortConfig {
     }
 
     fn validate(&self) -> Result<(), DpdkError> {
-        let bad = |m: String| Err(DpdkError::Config(m));
         if !self.pipes_per_subport.is_power_of_two() {
-            return bad(format!(
-                "{} pipes per subport: rte_sched needs a power of two",
-                self.pipes_per_subport
-            ));
+            return Err(SchedConfigError::Pipes(self.pipes_per_subport).into());
         }
         if self.subports == 0 || !self.subports.is_power_of_two() {
-            return bad(format!(
-                "{} subports: a power of two is needed",
-                self.subports
-            ));
+            return Err(SchedConfigError::Subports(self.subports).into());
         }
         if self.pipe_profiles.is_empty() {
-            return bad("no pipe profile".into());
+            return Err(SchedConfigError::NoProfile.into());
         }
-        if let Some(q) = self.qsize.iter().find(|q| !q.is_power_of_two()) {
-            return bad(format!("queue size {q}: a power of two is needed"));
+        if let Some(&q) = self.qsize.iter().find(|q| !q.is_power_of_two()) {
+            return Err(SchedConfigError::QueueSize(q).into());
         }
         Ok(())
     }
@@ -354,7 +347,7 @@ impl<'p> SchedPort<'p> {
             || (path.tc as usize == BE_TC && path.queue as usize >= BE_QUEUES)
             || ((path.tc as usize) < BE_TC && path.queue != 0)
         {
-            return Err(DpdkError::Config(format!("no queue at {path:?}")));
+            return Err(SchedConfigError::NoQueue(path).into());
         }
         let in_pipe = path.tc + path.queue;
         let qid =

@@ -82,13 +82,45 @@ struct Entry {
 pub struct KeyIndex {
     file: String,
     text: String,
-    entries: Vec<Entry>,
-    /// Path -> index in `entries`, ordered: a key, or the keys under a prefix,
-    /// are a logarithmic search away in files of any size.
-    by_path: std::collections::BTreeMap<String, usize>,
+    /// The keys, indexed when first needed (most files are read without a
+    /// lookup by key: errors point at spans the deserializer kept).
+    keys: std::sync::OnceLock<Keys>,
     /// Byte offset of the start of each line: a position's line is a binary
     /// search away.
     line_starts: Vec<usize>,
+}
+
+/// Every key of a file, with its spans.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Keys {
+    entries: Vec<Entry>,
+    /// Indices into `entries`, ordered by path: a key, or the keys under a
+    /// prefix, are a binary search away in files of any size.
+    by_path: Vec<u32>,
+}
+
+impl Keys {
+    /// The keys of `text`, none if it is not TOML.
+    fn of(text: &str) -> Keys {
+        toml_edit::ImDocument::parse(text)
+            .map_or_else(|_| Keys::default(), |d| Keys::from_document(&d))
+    }
+
+    fn from_document<S>(doc: &toml_edit::ImDocument<S>) -> Keys {
+        let mut entries = Vec::new();
+        walk_table(doc.as_table(), "", &mut entries);
+        let mut by_path: Vec<u32> = (0..entries.len() as u32).collect();
+        by_path.sort_unstable_by(|&a, &b| entries[a as usize].path.cmp(&entries[b as usize].path));
+        Keys { entries, by_path }
+    }
+
+    fn get(&self, path: &str) -> Option<&Entry> {
+        let i = self
+            .by_path
+            .binary_search_by(|&i| self.entries[i as usize].path.as_str().cmp(path))
+            .ok()?;
+        Some(&self.entries[self.by_path[i] as usize])
+    }
 }
 
 fn join(prefix: &str, key: &str) -> String {
@@ -124,30 +156,45 @@ impl KeyIndex {
 
     /// Indexes `text` (already known to be valid TOML) of file `file`.
     pub fn new(file: &str, text: &str) -> KeyIndex {
-        let mut entries = Vec::new();
-        if let Ok(doc) = toml_edit::ImDocument::parse(text) {
-            walk_table(doc.as_table(), "", &mut entries);
-        }
-        let by_path = entries
-            .iter()
-            .enumerate()
-            .map(|(i, e)| (e.path.clone(), i))
-            .collect();
         let line_starts = std::iter::once(0)
             .chain(text.match_indices('\n').map(|(i, _)| i + 1))
             .collect();
         KeyIndex {
             file: file.to_string(),
             text: text.to_string(),
-            entries,
-            by_path,
+            keys: std::sync::OnceLock::new(),
             line_starts,
         }
     }
 
+    /// Parses `text` of file `file` once: `T` deserialized from the document,
+    /// and the index of the document's keys. A syntax or type mistake is an
+    /// error at its line, naming the key found there.
+    ///
+    /// # Errors
+    /// The text is not TOML, or does not deserialize into `T`.
+    pub fn parse<T: serde::de::DeserializeOwned>(
+        file: &str,
+        text: &str,
+    ) -> Result<(KeyIndex, T), PolicyError> {
+        let index = KeyIndex::new(file, text);
+        let doc = match toml_edit::ImDocument::parse(text.to_owned()) {
+            Ok(doc) => doc,
+            Err(e) => return Err(index.de_error(&e.into())),
+        };
+        let _ = index.keys.set(Keys::from_document(&doc));
+        let value = toml_edit::de::from_document(doc).map_err(|e| index.de_error(&e))?;
+        Ok((index, value))
+    }
+
+    fn keys(&self) -> &Keys {
+        self.keys.get_or_init(|| Keys::of(&self.text))
+    }
+
     /// The innermost key whose name or value contains byte `offset`.
     fn path_at(&self, offset: usize) -> Option<&Entry> {
-        self.entries
+        self.keys()
+            .entries
             .iter()
             .filter(|e| e.key.contains(&offset) || e.value.contains(&offset))
             .min_by_key(|e| {
@@ -158,7 +205,7 @@ impl KeyIndex {
 
     /// The span of `path`'s value (or of the key when the value has none).
     pub fn span_of(&self, path: &str) -> Option<Range<usize>> {
-        self.by_path.get(path).map(|&i| &self.entries[i]).map(|e| {
+        self.keys().get(path).map(|e| {
             if e.value.is_empty() {
                 e.key.clone()
             } else {
@@ -197,12 +244,15 @@ impl KeyIndex {
     /// Paths of the keys directly under `prefix` (`prefix.k`), in file order.
     pub(crate) fn children_of(&self, prefix: &str) -> Vec<&str> {
         let start = format!("{prefix}.");
-        let mut v: Vec<&Entry> = self
+        let keys = self.keys();
+        let first = keys
             .by_path
-            .range(start.clone()..)
-            .take_while(|(p, _)| p.starts_with(&start))
-            .filter(|(p, _)| !p[start.len()..].contains(['.', '[']))
-            .map(|(_, &i)| &self.entries[i])
+            .partition_point(|&i| keys.entries[i as usize].path.as_str() < start.as_str());
+        let mut v: Vec<&Entry> = keys.by_path[first..]
+            .iter()
+            .map(|&i| &keys.entries[i as usize])
+            .take_while(|e| e.path.starts_with(&start))
+            .filter(|e| !e.path[start.len()..].contains(['.', '[']))
             .collect();
         v.sort_by_key(|e| e.key.start);
         v.into_iter().map(|e| e.path.as_str()).collect()
@@ -257,6 +307,12 @@ impl KeyIndex {
             (Some(t), None) => t,
             (None, None) => "(top level)".to_string(),
         }
+    }
+
+    /// A deserialization or syntax error from `toml_edit`.
+    fn de_error(&self, e: &toml_edit::de::Error) -> PolicyError {
+        let offset = e.span().map_or(0, |s| s.start);
+        self.error_at(offset, e.message().trim().to_string())
     }
 
     /// A deserialization or syntax error from the `toml` crate.

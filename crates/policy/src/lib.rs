@@ -269,8 +269,8 @@ impl Policy {
     /// Any mistake in the text, or an estimate above `limits.max_memory`, at the
     /// key responsible for most of it.
     pub fn parse_with(text: &str, file_name: &str, limits: &Limits) -> Result<Policy, PolicyError> {
-        let index = KeyIndex::new(file_name, text);
-        let c = file::compile(&index, text, limits)?;
+        let (index, file) = KeyIndex::parse(file_name, text)?;
+        let c = file::compile(&index, file, limits)?;
         Ok(Policy {
             file: file_name.to_string(),
             spec: c.spec,

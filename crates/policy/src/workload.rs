@@ -311,8 +311,7 @@ impl WorkloadFile {
     /// # Errors
     /// Any mistake, as `FILE:LINE:COL: key `PATH`: message`.
     pub fn parse(text: &str, file_name: &str) -> Result<WorkloadFile, PolicyError> {
-        let index = KeyIndex::new(file_name, text);
-        let file: File = toml::from_str(text).map_err(|e| index.toml_error(&e))?;
+        let (index, file): (KeyIndex, File) = KeyIndex::parse(file_name, text)?;
         let seed = match &file.seed {
             Some(s) => int(&index, s, "seed", 0, i64::MAX)? as u64,
             None => 1,

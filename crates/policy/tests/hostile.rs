@@ -189,3 +189,32 @@ fn workloads_that_cannot_mean_anything_are_refused() {
     let warnings = check_fits(&policy, &some).unwrap();
     assert_eq!(warnings.len(), 1);
 }
+
+#[test]
+fn a_100k_node_tree_is_refused_at_its_key() {
+    // A root with 99,999 leaves: more leaves than classification rules can
+    // reach (4096 at most), refused at the first unreachable leaf, with file,
+    // line and key (one parse of the file; the key index comes from the same
+    // document).
+    let mut s = String::from("[[node]]\nname = \"root\"\ndiscipline = \"wfq\"\n");
+    for i in 1..100_000 {
+        s.push_str(&format!(
+            "[[node]]\nname = \"l{i}\"\nparent = \"root\"\nweight = {}\n",
+            1 + i % 4
+        ));
+    }
+    s.push_str("[classify]\ndefault = \"l1\"\n");
+    for i in 2..4097 {
+        s.push_str(&format!(
+            "[[classify.rule]]\nleaf = \"l{i}\"\nclass = {i}\n"
+        ));
+    }
+    let err = Policy::parse(&s, "wide.toml").unwrap_err();
+    assert_eq!(err.key(), Some("node[4097].name"), "{err}");
+    assert_eq!(err.line(), Some(4 * 4097 + 1), "{err}");
+    assert!(
+        err.to_string()
+            .contains("reached by no classification rule"),
+        "{err}"
+    );
+}

@@ -21,8 +21,9 @@
 //!
 //! The runtime is generic over any [`eiffel_sched::Scheduler`]: FIFO, DRR, QFQ, a
 //! policy tree. All atomics go through one `sync` module that becomes loom under
-//! `cfg(loom)`; the mailbox and the sleep handshake are model-checked with loom and
-//! their unsafe code runs under miri.
+//! `cfg(loom)`; the mailbox, the client lists, the sleep handshake and the
+//! runtime's command and shutdown hand-offs are model-checked with loom, and the
+//! unsafe code runs under miri.
 
 pub mod affinity;
 mod clist;

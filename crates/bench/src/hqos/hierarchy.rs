@@ -58,12 +58,90 @@ pub struct Hierarchy {
     pipe_nodes: Vec<usize>,
 }
 
-/// What makes a policy file unfit for the hierarchy.
+/// A policy file unfit for the hierarchy: the file and what is wrong.
 #[derive(Debug, thiserror::Error)]
-#[error("{file}: {message}")]
+#[error("{file}: {problem}")]
 pub struct ShapeError {
-    file: String,
-    message: String,
+    /// The policy file.
+    pub file: String,
+    /// What is wrong.
+    pub problem: ShapeProblem,
+}
+
+/// What makes a policy tree unfit for rte_sched's hierarchy; nodes by name.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShapeProblem {
+    /// The tree has no root.
+    #[error("no root")]
+    NoRoot,
+    /// The root (the port) has no rate limit.
+    #[error("the root {0:?} needs a limit: the port's rate")]
+    PortLimit(String),
+    /// The root has other than one child (the subport).
+    #[error("the root {root:?} needs exactly one child, the subport (it has {children})")]
+    Subports {
+        /// The root.
+        root: String,
+        /// Its children.
+        children: usize,
+    },
+    /// The subport has no rate limit.
+    #[error("the subport {0:?} needs a limit")]
+    SubportLimit(String),
+    /// The subport has no children.
+    #[error("the subport {0:?} has no pipe")]
+    NoPipe(String),
+    /// A pipe's queue capacities differ from the first pipe's.
+    #[error("pipe {pipe:?}: queue capacities {sizes:?} differ from the first pipe's {first:?} (rte_sched sizes queues per subport)")]
+    PipeSizes {
+        /// The pipe.
+        pipe: String,
+        /// Its capacities per traffic class.
+        sizes: [u16; TRAFFIC_CLASSES],
+        /// The first pipe's.
+        first: [u16; TRAFFIC_CLASSES],
+    },
+    /// A pipe has no rate limit.
+    #[error("pipe {0:?} needs a limit")]
+    PipeLimit(String),
+    /// A pipe is not strict priority over its classes.
+    #[error("pipe {0:?} must be `strict` over its traffic classes")]
+    PipeNotStrict(String),
+    /// A pipe has other than 13 children.
+    #[error("pipe {pipe:?} has {children} children; rte_sched's pipes have {TRAFFIC_CLASSES} traffic classes")]
+    PipeClasses {
+        /// The pipe.
+        pipe: String,
+        /// Its children.
+        children: usize,
+    },
+    /// A traffic class's priority is out of range or taken.
+    #[error("traffic class {0:?}: priorities of a pipe's classes are 0 to 12, each once")]
+    ClassPriority(String),
+    /// A traffic class's cap exceeds its pipe's limit.
+    #[error("traffic class {0:?}: its cap exceeds its pipe's limit")]
+    ClassCap(String),
+    /// A strict-priority class is not one FIFO queue.
+    #[error("traffic class {class:?} (priority {priority}) must be one FIFO queue")]
+    ClassNotFifo {
+        /// The class.
+        class: String,
+        /// Its priority.
+        priority: usize,
+    },
+    /// The best-effort class is not four FIFO queues.
+    #[error("the best-effort class {0:?} (priority 12) must have {BE_QUEUES} FIFO queues")]
+    BestEffortQueues(String),
+    /// The best-effort class does not share by weight.
+    #[error("the best-effort class {0:?} must share by weight")]
+    BestEffortNotWeighted(String),
+    /// A best-effort queue's weight is outside rte_sched's WRR range.
+    #[error("queue {0:?}: rte_sched's WRR weights are 1 to 255")]
+    Weight(String),
+    /// A class's queues differ in capacity or it is not a power of two.
+    #[error("the queues of class {0:?} need one capacity, a power of two up to 32768 (rte_sched's qsize)")]
+    QueueCapacity(String),
 }
 
 /// Where queue `q` of a pipe sits: traffic class and queue within the class.
@@ -91,48 +169,37 @@ impl Hierarchy {
     /// that is a power of two, the same per class in every pipe.
     pub fn from_policy(policy: &Policy) -> Result<Hierarchy, ShapeError> {
         let spec = policy.spec().clone();
-        let err = |message: String| ShapeError {
+        let err = |problem: ShapeProblem| ShapeError {
             file: policy.file_name().to_string(),
-            message,
+            problem,
         };
         let kids = spec.child_lists();
         let name = |i: usize| spec.nodes[i].name.clone();
-        let root = spec.root().ok_or_else(|| err("no root".into()))?;
-        let port = limit_of(&spec.nodes[root]).ok_or_else(|| {
-            err(format!(
-                "the root {:?} needs a limit: the port's rate",
-                name(root)
-            ))
-        })?;
+        let root = spec.root().ok_or_else(|| err(ShapeProblem::NoRoot))?;
+        let port =
+            limit_of(&spec.nodes[root]).ok_or_else(|| err(ShapeProblem::PortLimit(name(root))))?;
         let [subport_node] = kids[root][..] else {
-            return Err(err(format!(
-                "the root {:?} needs exactly one child, the subport (it has {})",
-                name(root),
-                kids[root].len()
-            )));
+            return Err(err(ShapeProblem::Subports {
+                root: name(root),
+                children: kids[root].len(),
+            }));
         };
-        let subport = limit_of(&spec.nodes[subport_node]).ok_or_else(|| {
-            err(format!(
-                "the subport {:?} needs a limit",
-                name(subport_node)
-            ))
-        })?;
+        let subport = limit_of(&spec.nodes[subport_node])
+            .ok_or_else(|| err(ShapeProblem::SubportLimit(name(subport_node))))?;
         let pipe_nodes = kids[subport_node].clone();
         if pipe_nodes.is_empty() {
-            return Err(err(format!(
-                "the subport {:?} has no pipe",
-                name(subport_node)
-            )));
+            return Err(err(ShapeProblem::NoPipe(name(subport_node))));
         }
         let mut qsize: Option<[u16; TRAFFIC_CLASSES]> = None;
         let mut profiles = Vec::new();
         for &p in &pipe_nodes {
             let (profile, sizes) = read_pipe(&spec, &kids, p).map_err(err)?;
             if let Some(q) = qsize.filter(|q| *q != sizes) {
-                return Err(err(format!(
-                    "pipe {:?}: queue capacities {sizes:?} differ from the first pipe's {q:?} (rte_sched sizes queues per subport)",
-                    name(p)
-                )));
+                return Err(err(ShapeProblem::PipeSizes {
+                    pipe: name(p),
+                    sizes,
+                    first: q,
+                }));
             }
             qsize = Some(sizes);
             profiles.push(profile);
@@ -255,13 +322,10 @@ fn read_best_effort(
     spec: &TreeSpec,
     kids: &[Vec<usize>],
     c: usize,
-) -> Result<[u32; BE_QUEUES], String> {
+) -> Result<[u32; BE_QUEUES], ShapeProblem> {
     let class = &spec.nodes[c];
     if kids[c].len() != BE_QUEUES || kids[c].iter().any(|&l| !kids[l].is_empty()) {
-        return Err(format!(
-            "the best-effort class {:?} (priority 12) must have {BE_QUEUES} FIFO queues",
-            class.name
-        ));
+        return Err(ShapeProblem::BestEffortQueues(class.name.clone()));
     }
     if !matches!(
         class.discipline,
@@ -271,35 +335,27 @@ fn read_best_effort(
                 ..
             }
     ) {
-        return Err(format!(
-            "the best-effort class {:?} must share by weight",
-            class.name
-        ));
+        return Err(ShapeProblem::BestEffortNotWeighted(class.name.clone()));
     }
     let mut weights = [0u32; BE_QUEUES];
     for (k, &l) in kids[c].iter().enumerate() {
         weights[k] = spec.nodes[l].weight;
         if !(1..=255).contains(&weights[k]) {
-            return Err(format!(
-                "queue {:?}: rte_sched's WRR weights are 1 to 255",
-                spec.nodes[l].name
-            ));
+            return Err(ShapeProblem::Weight(spec.nodes[l].name.clone()));
         }
     }
     Ok(weights)
 }
 
 /// The one capacity of class `name`'s queues `leaves`: rte_sched's qsize.
-fn class_qsize(spec: &TreeSpec, name: &str, leaves: &[usize]) -> Result<u16, String> {
+fn class_qsize(spec: &TreeSpec, name: &str, leaves: &[usize]) -> Result<u16, ShapeProblem> {
     let caps: Vec<u32> = leaves
         .iter()
         .map(|&l| spec.nodes[l].capacity.unwrap_or(0))
         .collect();
     let cap = caps[0];
     if caps.iter().any(|&x| x != cap) || !cap.is_power_of_two() || cap > 32_768 {
-        return Err(format!(
-            "the queues of class {name:?} need one capacity, a power of two up to 32768 (rte_sched's qsize)"
-        ));
+        return Err(ShapeProblem::QueueCapacity(name.to_string()));
     }
     Ok(cap as u16)
 }
@@ -309,10 +365,10 @@ fn read_pipe(
     spec: &TreeSpec,
     kids: &[Vec<usize>],
     p: usize,
-) -> Result<(Profile, [u16; TRAFFIC_CLASSES]), String> {
+) -> Result<(Profile, [u16; TRAFFIC_CLASSES]), ShapeProblem> {
     let node = &spec.nodes[p];
     let name = &node.name;
-    let pipe = limit_of(node).ok_or_else(|| format!("pipe {name:?} needs a limit"))?;
+    let pipe = limit_of(node).ok_or_else(|| ShapeProblem::PipeLimit(name.clone()))?;
     if !matches!(
         node.discipline,
         Discipline::Ranked {
@@ -320,15 +376,13 @@ fn read_pipe(
             ..
         }
     ) {
-        return Err(format!(
-            "pipe {name:?} must be `strict` over its traffic classes"
-        ));
+        return Err(ShapeProblem::PipeNotStrict(name.clone()));
     }
     if kids[p].len() != TRAFFIC_CLASSES {
-        return Err(format!(
-            "pipe {name:?} has {} children; rte_sched's pipes have {TRAFFIC_CLASSES} traffic classes",
-            kids[p].len()
-        ));
+        return Err(ShapeProblem::PipeClasses {
+            pipe: name.clone(),
+            children: kids[p].len(),
+        });
     }
     let no_cap = pipe;
     let mut tc = [no_cap; TRAFFIC_CLASSES];
@@ -339,25 +393,19 @@ fn read_pipe(
         let class = &spec.nodes[c];
         let prio = class.priority as usize;
         if prio >= TRAFFIC_CLASSES || seen[prio] {
-            return Err(format!(
-                "traffic class {:?}: priorities of a pipe's classes are 0 to 12, each once",
-                class.name
-            ));
+            return Err(ShapeProblem::ClassPriority(class.name.clone()));
         }
         seen[prio] = true;
         tc[prio] = limit_of(class).unwrap_or(no_cap);
         if tc[prio].bps > pipe.bps {
-            return Err(format!(
-                "traffic class {:?}: its cap exceeds its pipe's limit",
-                class.name
-            ));
+            return Err(ShapeProblem::ClassCap(class.name.clone()));
         }
         let leaves: Vec<usize> = if prio < BE_TC {
             if !kids[c].is_empty() {
-                return Err(format!(
-                    "traffic class {:?} (priority {prio}) must be one FIFO queue",
-                    class.name
-                ));
+                return Err(ShapeProblem::ClassNotFifo {
+                    class: class.name.clone(),
+                    priority: prio,
+                });
             }
             vec![c]
         } else {

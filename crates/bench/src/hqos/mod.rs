@@ -373,7 +373,7 @@ pub fn run(opts: &HqosOpts) -> Result<(), BenchError> {
         if opts.common.json {
             print_results(&records)?;
         } else {
-            print!("{}", throughput_table(&records).render());
+            crate::out!("{}", throughput_table(&records).render());
         }
         return Ok(());
     }
@@ -389,7 +389,7 @@ pub fn run(opts: &HqosOpts) -> Result<(), BenchError> {
             shares: &check,
         }])?;
     } else {
-        print_tables(&opts.policy, &records, &check);
+        print_tables(&opts.policy, &records, &check)?;
     }
     if !check.passes() {
         return Err(format!(
@@ -402,14 +402,15 @@ pub fn run(opts: &HqosOpts) -> Result<(), BenchError> {
     Ok(())
 }
 
-fn print_tables(policy: &Path, records: &[Record], check: &ShareCheck) {
-    println!(
+fn print_tables(policy: &Path, records: &[Record], check: &ShareCheck) -> std::io::Result<()> {
+    crate::outln!(
         "hierarchical QoS: {} (4 subports; rates lifted to the port's), bursts of {BURST}, 64-1500 B",
         policy.display()
     );
-    print!("{}", throughput_table(records).render());
-    println!();
-    print_share_table(check);
+    crate::out!("{}", throughput_table(records).render());
+    crate::outln!();
+    print_share_table(check)?;
+    Ok(())
 }
 
 fn throughput_table(records: &[Record]) -> Table {
@@ -438,13 +439,13 @@ fn throughput_table(records: &[Record]) -> Table {
     t
 }
 
-fn print_share_table(check: &ShareCheck) {
+fn print_share_table(check: &ShareCheck) -> std::io::Result<()> {
     let other = if check.against_rte_sched {
         "rte_sched"
     } else {
         "fluid (no DPDK)"
     };
-    println!(
+    crate::outln!(
         "same work under overload: shares of the bytes sent, eiffel vs {other}; output eiffel {:.1} Mbit/s, rte_sched {}, fluid {:.1} Mbit/s",
         check.eiffel_bps / 1e6,
         check.rte_sched_bps.map_or("-".into(), |b| format!("{:.1} Mbit/s", b / 1e6)),
@@ -460,10 +461,11 @@ fn print_share_table(check: &ShareCheck) {
             fmt_f(r.difference * 100.0, 2),
         ]);
     }
-    print!("{}", t.render());
-    println!(
+    crate::out!("{}", t.render());
+    crate::outln!(
         "worst difference {:.2}% (tolerance {:.0}%)",
         check.worst * 100.0,
         TOLERANCE * 100.0
     );
+    Ok(())
 }

@@ -124,14 +124,14 @@ pub(super) fn latency<S: BenchSched>(
         }
     }
     if !opts.common.json {
-        println!(
+        crate::outln!(
             "Latency (PSPAT Table 3, Fig. 11): victim at 4000 pkt/s with weight 50 vs greedy clients \
              with weight 1, 1500-byte packets, 10 Gbit/s link, {} scheduler{}; microseconds",
             opts.sched.name(),
             if opts.sched.weighted() { "" } else { " (ignores weights)" }
         );
-        print!("{}", table.render());
-        println!();
+        crate::out!("{}", table.render());
+        crate::outln!();
     }
     Ok(())
 }

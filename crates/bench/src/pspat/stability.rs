@@ -71,7 +71,7 @@ pub(super) fn stability<S: BenchSched>(
         table.row(row);
     }
     if !opts.common.json {
-        println!(
+        crate::outln!(
             "Stability (PSPAT 6.5): 2 greedy clients, weights 10:1 (heavy share {:.3} expected), \
              60-byte packets, {} scheduler{}",
             expected,
@@ -82,12 +82,12 @@ pub(super) fn stability<S: BenchSched>(
                 " (ignores weights: shares follow arrivals)"
             }
         );
-        print!("{}", table.render());
-        println!(
+        crate::out!("{}", table.render());
+        crate::outln!(
             "(the 2 PSPAT clients share one core: above about 1 Mpps they cannot keep the heavy \
              client's mailbox full, so rows there are client-bound rather than overloaded)"
         );
-        println!();
+        crate::outln!();
     }
     Ok(())
 }

@@ -121,7 +121,7 @@ pub(super) fn throughput<S: BenchSched>(
         push_records(opts, p, records);
     }
     if !opts.common.json {
-        print_table(opts, place, &points);
+        print_table(opts, place, &points)?;
     }
     warn_spreads(&points);
     Ok(())
@@ -278,8 +278,8 @@ fn push_records(opts: &PspatOpts, p: &Point, records: &mut Vec<Record>) {
     }
 }
 
-fn print_table(opts: &PspatOpts, place: Placement, points: &[Point]) {
-    println!(
+fn print_table(opts: &PspatOpts, place: Placement, points: &[Point]) -> std::io::Result<()> {
+    crate::outln!(
         "Throughput (PSPAT Fig. 9, 10): {} scheduler, 60-byte packets sent {} at a time, \
          no-op transmit, link 500 Gbit/s; arbiter on cpu {}, PSPAT clients on cpu {}, locked \
          clients on all {} cpus; median of {} runs and spread (max-min)/median",
@@ -334,9 +334,9 @@ fn print_table(opts: &PspatOpts, place: Placement, points: &[Point]) {
                 .map_or("-".into(), |r| format!("{:.0}", r.median)),
         ]);
     }
-    print!("{}", table.render());
+    crate::out!("{}", table.render());
     if let (Some(first), Some(last)) = (points.first(), points.last()) {
-        println!(
+        crate::outln!(
             "from {} to {} clients: PSPAT {:+.0}%, locked {:+.0}%",
             first.clients,
             last.clients,
@@ -344,13 +344,15 @@ fn print_table(opts: &PspatOpts, place: Placement, points: &[Point]) {
             (last.locked.median / first.locked.median - 1.0) * 100.0
         );
     }
-    println!(
+    crate::outln!(
         "(aggr: decision aggregation over {} ns of link time, packets and decisions per second; \
          locked: one packet per acquisition of the lock, as tc; batched: {} per acquisition; \
          rtt: cross-cpu cache-line round trip between the arbiter's and the clients' cpus)",
-        opts.aggregate_ns, opts.batch
+        opts.aggregate_ns,
+        opts.batch
     );
-    println!();
+    crate::outln!();
+    Ok(())
 }
 
 /// Warns on stderr for every summary whose runs disagree by more than 10%.

@@ -226,8 +226,7 @@ impl Scenario {
     /// # Errors
     /// Any mistake in the text or in a file it names.
     pub fn parse(text: &str, file_name: &str, dir: &Path) -> Result<Scenario, ScenarioError> {
-        let index = KeyIndex::new(file_name, text);
-        let f: file::File = toml::from_str(text).map_err(|e| index.toml_error(&e))?;
+        let (index, f): (KeyIndex, file::File) = KeyIndex::parse(file_name, text)?;
         let ctx = Ctx { index: &index, dir };
         let (topology, extras) = topology::build(&ctx, &f.topology)?;
         let routes = Routes::new(&topology).map_err(|e| index.at_key("topology", e.to_string()))?;

@@ -10,7 +10,7 @@ use eiffel_sched::tree::{
 use toml::Spanned;
 
 use super::shape::Shape;
-use super::{at, int_in, key, NodeFile};
+use super::{at, key, node_int, NodeFile};
 use crate::error::{KeyIndex, PolicyError};
 
 /// A calendar-queue discipline, before its parameters are read.
@@ -244,10 +244,10 @@ fn queue_choice(index: &KeyIndex, n: &NodeFile, i: usize) -> Result<QueueChoice,
     }
     if let Some(g) = &n.granularity {
         let what = "granularity (ranks per bucket)";
-        q.granularity = Some(int_in(index, g, &key(i, "granularity"), 1, i64::MAX, what)? as u64);
+        q.granularity = Some(node_int(index, g, i, "granularity", 1, i64::MAX, what)? as u64);
     }
     if let Some(b) = &n.buckets {
-        q.buckets = Some(int_in(index, b, &key(i, "buckets"), 1, 1 << 26, "buckets")? as usize);
+        q.buckets = Some(node_int(index, b, i, "buckets", 1, 1 << 26, "buckets")? as usize);
     }
     if let Some(o) = &n.occupancy {
         let v = *o.get_ref();

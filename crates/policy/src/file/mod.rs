@@ -35,7 +35,7 @@ pub const DEFAULT_CAPACITY: u32 = 65_536;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct PolicyFile {
+pub(crate) struct PolicyFile {
     capacity: Option<Spanned<i64>>,
     mtu: Option<Spanned<Size>>,
     shaper: Option<ShaperFile>,
@@ -121,14 +121,31 @@ fn int_in(
     index.int_in(v, key, lo, hi, Some(what))
 }
 
+/// `v` if it lies in `lo..=hi`, otherwise an error at key `node[i].k` (the
+/// key's name is written out only then: a file may hold 100,000 nodes).
+fn node_int(
+    index: &KeyIndex,
+    v: &Spanned<i64>,
+    i: usize,
+    k: &str,
+    lo: i64,
+    hi: i64,
+    what: &str,
+) -> Result<i64, PolicyError> {
+    let x = *v.get_ref();
+    if (lo..=hi).contains(&x) {
+        return Ok(x);
+    }
+    int_in(index, v, &key(i, k), lo, hi, what)
+}
+
 /// Compiles policy `text` (see the module docs); nothing is allocated for the
 /// tree or the flow table before their estimate fits `limits`.
 pub(crate) fn compile(
     index: &KeyIndex,
-    text: &str,
+    file: PolicyFile,
     limits: &Limits,
 ) -> Result<Compiled, PolicyError> {
-    let file: PolicyFile = toml::from_str(text).map_err(|e| index.toml_error(&e))?;
     let mut spec = TreeSpec::new(DEFAULT_CAPACITY);
     globals(index, &file, &mut spec)?;
     if file.node.is_empty() {
@@ -158,11 +175,18 @@ pub(crate) fn compile(
     budget::tree(index, &spec).check(limits)?;
     PolicyTree::new(spec.clone()).map_err(|e| config_error(index, &spec, &e))?;
     let (classify, rules) = classify::compile(index, file.classify, &spec)?;
-    let (spec, leaves) = subtrees::expand(&spec, &subtrees);
+    let expanded = subtrees.iter().any(Option::is_some);
+    let (spec, leaves) = if expanded {
+        subtrees::expand(&spec, &subtrees)
+    } else {
+        (spec, subtrees::LeafMap::default())
+    };
     let mut estimate = budget::tree(index, &spec);
     estimate.extend(budget::flow_table(index, classify.flow_table.max_flows));
     estimate.check(limits)?;
-    PolicyTree::new(spec.clone()).map_err(|e| config_error(index, &spec, &e))?;
+    if expanded {
+        PolicyTree::new(spec.clone()).map_err(|e| config_error(index, &spec, &e))?;
+    }
     Ok(Compiled {
         spec,
         classify,

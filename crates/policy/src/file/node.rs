@@ -7,7 +7,7 @@ use toml::Spanned;
 
 use super::discipline::Kind;
 use super::shape::Shape;
-use super::{at, int_in, key, NodeFile};
+use super::{at, key, node_int, NodeFile};
 use crate::error::{KeyIndex, PolicyError};
 use crate::units::{Rate, Size};
 
@@ -25,24 +25,20 @@ pub(super) fn compile(
     ns.discipline = d;
     if let Some(w) = &n.weight {
         let max = i64::from(MAX_WEIGHT);
-        ns.weight = int_in(index, w, &key(i, "weight"), 1, max, "weight")? as u32;
+        ns.weight = node_int(index, w, i, "weight", 1, max, "weight")? as u32;
     }
     if let Some(p) = &n.priority {
         let what = "priority (0 is served first)";
-        ns.priority = int_in(index, p, &key(i, "priority"), 0, 63, what)? as u32;
+        ns.priority = node_int(index, p, i, "priority", 0, 63, what)? as u32;
     }
     if let Some(r) = &n.reservation {
         let parent = shape.parent[i].map(|p| kinds[p]);
         ns.reservation = Some(reservation(index, r, i, parent)?);
     }
-    ns.limit = limit(
-        index,
-        &n.limit,
-        &n.burst,
-        &key(i, "limit"),
-        &key(i, "burst"),
-        mtu,
-    )?;
+    if n.limit.is_some() || n.burst.is_some() {
+        let (rate_key, burst_key) = (key(i, "limit"), key(i, "burst"));
+        ns.limit = limit(index, &n.limit, &n.burst, &rate_key, &burst_key, mtu)?;
+    }
     if let Some(c) = &n.capacity {
         if !shape.is_leaf(i) {
             let msg = "capacity (packets queued) applies to leaves";
@@ -50,7 +46,7 @@ pub(super) fn compile(
         }
         let max = i64::from(u32::MAX);
         let what = "capacity (packets)";
-        ns.capacity = Some(int_in(index, c, &key(i, "capacity"), 1, max, what)? as u32);
+        ns.capacity = Some(node_int(index, c, i, "capacity", 1, max, what)? as u32);
     }
     ns.per_flow = per_flow(index, n, i, shape, mtu)?;
     Ok(ns)
@@ -102,7 +98,7 @@ fn per_flow(
         );
         return Err(at(index, f, &key(i, "flows"), msg));
     }
-    let max_flows = int_in(index, f, &key(i, "flows"), 1, 1 << 24, "flows")? as u32;
+    let max_flows = node_int(index, f, i, "flows", 1, 1 << 24, "flows")? as u32;
     let flow_limit = limit(
         index,
         &n.flow_limit,
@@ -115,7 +111,7 @@ fn per_flow(
         Some(v) => {
             let max = i64::from(u32::MAX);
             let what = "flow_queue (packets)";
-            Some(int_in(index, v, &key(i, "flow_queue"), 1, max, what)? as u32)
+            Some(node_int(index, v, i, "flow_queue", 1, max, what)? as u32)
         }
         None => None,
     };

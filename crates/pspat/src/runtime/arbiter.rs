@@ -3,17 +3,17 @@
 //! [module documentation](super) for the protocol.
 
 use super::config::Aggregation;
-use super::control::{CommandGuard, CommandSlot, Control, DropHook};
+use super::control::{Command, CommandGuard, Commands, Control, DropHook};
 use super::output::Output;
 use super::report::ClientReport;
-use super::shared::{Shared, DISCARD, STOP};
+use super::shared::Shared;
 use super::stats::LiveStats;
 use super::ShutdownMode;
 use crate::clist::{Unlist, END};
 use crate::link::Link;
 use crate::mailbox::Consumer;
 use crate::sleeper::Wake;
-use crate::sync::{fence, lock, spin_loop, Arc, Ordering};
+use crate::sync::{fence, spin_loop, Arc, Ordering};
 use crate::tags::{Tags, NIL};
 use crate::transmit::Transmit;
 use eiffel_sched::{DropReason, Nanos, Packet, Scheduler};
@@ -42,7 +42,7 @@ struct Book {
 pub(super) struct ArbiterParts<S, X> {
     pub(super) shared: Arc<Shared>,
     pub(super) sched: S,
-    pub(super) commands: CommandSlot<S>,
+    pub(super) commands: Commands<S>,
     pub(super) on_drop: Option<DropHook>,
     pub(super) consumers: Vec<Consumer<Packet>>,
     pub(super) out: Output<X>,
@@ -153,16 +153,11 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
                 spin_loop();
                 continue;
             }
-            let state = self.shared.load_state();
-            if state & STOP != 0 {
-                return self.finish(if state & DISCARD != 0 {
-                    ShutdownMode::Discard
-                } else {
-                    ShutdownMode::Drain
-                });
+            if let Some(mode) = self.shared.life.stop_requested() {
+                return self.finish(mode);
             }
-            if self.shared.command_pending.load(Ordering::Acquire) {
-                self.run_command(now);
+            if let Some(command) = self.commands.0.take() {
+                self.run_command(command, now);
             }
             next_round = now + self.round_ns;
             let moved = self.do_scan(now);
@@ -302,14 +297,8 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         }
     }
 
-    /// Runs the waiting [`Pspat::with_scheduler`] command, if any.
-    fn run_command(&mut self, now: Nanos) {
-        // Cleared before the slot is read: a command posted after this point sets
-        // the flag again and is run next round.
-        self.shared.command_pending.store(false, Ordering::Relaxed);
-        let Some(command) = lock(&self.commands.0).take() else {
-            return;
-        };
+    /// Runs a [`Pspat::with_scheduler`] command.
+    fn run_command(&mut self, command: Command<S>, now: Nanos) {
         let mut rate = self.link.rate_bps();
         let mut drops = core::mem::take(&mut self.command_drops);
         let deliver = command(&mut Control {
@@ -458,12 +447,13 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         self.stats.sleeps += 1;
         self.publish();
         let shared = &*self.shared;
+        let commands = &*self.commands.0;
         let consumers = &self.consumers;
         let active = &self.active;
         let wake = shared.arbiter.sleep(
             || {
-                shared.load_state() & STOP != 0
-                    || shared.command_pending.load(Ordering::Relaxed)
+                shared.life.is_stopping()
+                    || commands.is_pending()
                     || shared.lists.any_pending()
                     || active.iter().any(|&c| !consumers[c as usize].is_empty())
             },

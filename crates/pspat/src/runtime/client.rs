@@ -1,10 +1,10 @@
 //! A sender's handle on the runtime: its mailbox, its send path and its counters.
 
-use super::shared::{Shared, CLOSED};
+use super::shared::Shared;
 use crate::affinity;
 use crate::clock::Clock;
 use crate::mailbox::{Producer, PushError};
-use crate::sync::{fence, lock, Arc, Ordering};
+use crate::sync::{fence, Arc, Ordering};
 use eiffel_sched::Packet;
 
 /// Why a send did not happen. Every variant hands the packet back.
@@ -159,7 +159,7 @@ impl Client {
             self.stats.drops_reported += dropped;
             return Admit::Drops(dropped);
         }
-        if shared.state.load(Ordering::Relaxed) & CLOSED != 0 {
+        if shared.life.send_closed() {
             return Admit::Closed;
         }
         Admit::Open
@@ -220,8 +220,7 @@ impl core::ops::Drop for Client {
         if let Some(producer) = self.producer.take() {
             // The mutex orders this client's pushes before the shutdown's check that
             // every producer is back, and before the arbiter's final drain.
-            lock(&self.shared.pool).free.push((self.index, producer));
-            self.shared.pool_returned.notify_all();
+            self.shared.life.give_back(self.index, producer);
         }
     }
 }

@@ -2,8 +2,9 @@
 //! ([`Pspat::with_scheduler`](super::Pspat::with_scheduler)), and the hook that
 //! sees every dropped packet.
 
+use super::command::CommandSlot;
 use crate::link::Link;
-use crate::sync::{lock, Arc, Mutex};
+use crate::sync::Arc;
 use eiffel_sched::{ConfigError, DropReason, Nanos, Packet};
 
 /// What a packet dropped by the scheduler is handed to (see
@@ -17,7 +18,7 @@ pub type DropHook = Box<dyn FnMut(Packet, DropReason) + Send>;
 pub(super) type Command<S> = Box<dyn FnOnce(&mut Control<'_, S>) -> Box<dyn FnOnce()> + Send>;
 
 /// The command slot shared by [`Pspat::with_scheduler`](super::Pspat::with_scheduler) and the arbiter.
-pub(super) type CommandSlot<S> = Arc<Mutex<Option<Command<S>>>>;
+pub(super) type Commands<S> = Arc<CommandSlot<Command<S>>>;
 
 /// The scheduler in hand on the arbiter thread, between two rounds: what a
 /// [`Pspat::with_scheduler`](super::Pspat::with_scheduler) closure works with.
@@ -85,11 +86,12 @@ impl<S> core::fmt::Debug for Control<'_, S> {
 }
 
 /// The arbiter's hold on the command slot. Dropped when the arbiter ends, even by
-/// a panic: the waiting command is dropped with it, which releases its caller.
-pub(super) struct CommandGuard<S>(pub(super) CommandSlot<S>);
+/// a panic: the slot is closed and the waiting command dropped, which releases
+/// its caller.
+pub(super) struct CommandGuard<S>(pub(super) Commands<S>);
 
 impl<S> core::ops::Drop for CommandGuard<S> {
     fn drop(&mut self) {
-        lock(&self.0).take();
+        self.0.close();
     }
 }

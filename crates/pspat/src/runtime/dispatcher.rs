@@ -2,7 +2,7 @@
 
 use super::shared::Shared;
 use crate::mailbox::Consumer;
-use crate::sync::{spin_loop, Arc, Ordering};
+use crate::sync::{spin_loop, Arc};
 use crate::transmit::Transmit;
 use eiffel_sched::{Nanos, Packet};
 use std::time::Duration;
@@ -35,7 +35,7 @@ impl<X: Transmit> Dispatcher<X> {
                 idle_since = None;
                 continue;
             }
-            if self.shared.dispatch_done.load(Ordering::Acquire) && self.rx.is_empty() {
+            if self.shared.life.dispatch_finished() && self.rx.is_empty() {
                 return self.sink;
             }
             let now = clock.now();
@@ -46,10 +46,8 @@ impl<X: Transmit> Dispatcher<X> {
             }
             let shared = &*self.shared;
             let rx = &self.rx;
-            shared.dispatchers[self.index].sleep(
-                || !rx.is_empty() || shared.dispatch_done.load(Ordering::Relaxed),
-                None,
-            );
+            shared.dispatchers[self.index]
+                .sleep(|| !rx.is_empty() || shared.life.dispatch_finishing(), None);
             idle_since = None;
         }
     }

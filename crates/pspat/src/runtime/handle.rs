@@ -3,9 +3,11 @@
 
 use super::arbiter::ArbiterOutput;
 use super::client::{Client, ClientStats};
-use super::control::{CommandSlot, Control};
+use super::command::ReplyTx;
+use super::control::{Command, Commands, Control};
+use super::lifecycle::CheckOut;
 use super::report::Report;
-use super::shared::{Shared, CLOSED, DISCARD, STOP};
+use super::shared::Shared;
 use super::start::Placement;
 use super::stats::LiveStats;
 use super::ShutdownMode;
@@ -44,9 +46,7 @@ pub struct Pspat<S, X> {
     pub(super) dispatchers: Vec<thread::JoinHandle<X>>,
     pub(super) placement: Arc<Mutex<Placement>>,
     pub(super) max_clients: usize,
-    pub(super) commands: CommandSlot<S>,
-    /// Serialises [`Pspat::with_scheduler`] callers: one command at a time.
-    pub(super) command_gate: Mutex<()>,
+    pub(super) commands: Commands<S>,
 }
 
 impl<S, X> core::fmt::Debug for Pspat<S, X> {
@@ -81,21 +81,19 @@ where
     where
         R: Send + 'static,
     {
-        let _gate = lock(&self.command_gate);
-        if self.shared.load_state() & CLOSED != 0 {
+        if self.shared.life.is_closed() {
             return Err(Error::Closed);
         }
-        let (reply, result) = std::sync::mpsc::sync_channel(1);
-        *lock(&self.commands) = Some(Box::new(move |ctl: &mut Control<'_, S>| {
-            let out = f(ctl);
-            Box::new(move || {
-                let _ = reply.send(out);
-            }) as Box<dyn FnOnce()>
-        }));
-        self.shared.command_pending.store(true, Ordering::Release);
-        self.shared.arbiter.notify();
         // The arbiter drops the command (and with it `reply`) if it stops first.
-        result.recv().map_err(|_| Error::Closed)
+        let command = |reply: ReplyTx<R>| -> Command<S> {
+            Box::new(move |ctl: &mut Control<'_, S>| {
+                let out = f(ctl);
+                Box::new(move || reply.send(out))
+            })
+        };
+        self.commands
+            .call(command, || self.shared.arbiter.notify())
+            .ok_or(Error::Closed)
     }
 
     /// A new client with its own mailbox.
@@ -104,16 +102,12 @@ where
     /// [`Error::TooManyClients`] when `max_clients` handles are alive,
     /// [`Error::Closed`] after shutdown started.
     pub fn client(&self) -> Result<Client, Error> {
-        if self.shared.load_state() & CLOSED != 0 {
-            return Err(Error::Closed);
-        }
-        let (index, producer) =
-            lock(&self.shared.pool)
-                .free
-                .pop()
-                .ok_or(Error::TooManyClients {
-                    max: self.max_clients,
-                })?;
+        let (index, producer) = self.shared.life.check_out().map_err(|e| match e {
+            CheckOut::Closed => Error::Closed,
+            CheckOut::Exhausted => Error::TooManyClients {
+                max: self.max_clients,
+            },
+        })?;
         Ok(Client {
             drops_seen: self.shared.clients[index as usize]
                 .drops
@@ -167,22 +161,8 @@ impl<S, X> Pspat<S, X> {
     /// stopped; `Err` with the panic of a runtime thread that panicked.
     fn stop(&mut self, mode: ShutdownMode) -> Option<Joined<Report<S, X>>> {
         let arbiter = self.arbiter.take()?;
-        self.shared.state.fetch_or(CLOSED, Ordering::AcqRel);
-        {
-            let mut pool = lock(&self.shared.pool);
-            while pool.free.len() < self.max_clients {
-                pool = self
-                    .shared
-                    .pool_returned
-                    .wait(pool)
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-            }
-        }
-        let stop = match mode {
-            ShutdownMode::Drain => STOP,
-            ShutdownMode::Discard => STOP | DISCARD,
-        };
-        self.shared.state.fetch_or(stop, Ordering::AcqRel);
+        self.shared.life.close_and_wait();
+        self.shared.life.stop(mode);
         self.shared.arbiter.notify();
         let arbiter = arbiter.join();
         if arbiter.is_err() {

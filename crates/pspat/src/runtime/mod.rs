@@ -64,8 +64,9 @@
 //! with the scheduler in hand ([`Control`]): reading per-node counters, or replacing
 //! the scheduler and moving its packets. The caller publishes the command and a
 //! flag, then notifies the arbiter through the same sleep handshake as a client, so
-//! a sleeping arbiter wakes for it (loom checks the handshake in the `sleeper`
-//! module).
+//! a sleeping arbiter wakes for it; the arbiter closes the slot when it ends, which
+//! releases a waiting caller. The `command` module holds the hand-off and its loom
+//! models (a reload racing with the arbiter's rounds, sleeps and exit).
 //!
 //! # Drop hook
 //! A packet the scheduler drops is handed to the hook given to
@@ -77,7 +78,9 @@
 //! stops the arbiter, which reads every mailbox once more and then delivers
 //! ([`ShutdownMode::Drain`]) or drops with [`DropReason::Shutdown`](eiffel_sched::DropReason::Shutdown)
 //! ([`ShutdownMode::Discard`]) what the scheduler still holds; dispatchers empty their
-//! TX mailboxes. The [`Report`] accounts for every packet each client sent.
+//! TX mailboxes. The [`Report`] accounts for every packet each client sent. The
+//! `lifecycle` module holds the hand-offs (clients back, stop, dispatchers
+//! released) and their loom model.
 //!
 //! # Deviations from the paper
 //! - Client lists accept concurrent appenders and use the listing state (see
@@ -89,10 +92,12 @@
 
 mod arbiter;
 mod client;
+mod command;
 mod config;
 mod control;
 mod dispatcher;
 mod handle;
+mod lifecycle;
 mod output;
 mod report;
 mod shared;

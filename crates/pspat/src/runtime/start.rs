@@ -6,8 +6,9 @@
 //! returned.
 
 use super::arbiter::{Arbiter, ArbiterParts};
+use super::command::CommandSlot;
 use super::config::Config;
-use super::control::{CommandSlot, DropHook};
+use super::control::{Commands, DropHook};
 use super::dispatcher::Dispatcher;
 use super::handle::Pspat;
 use super::output::Output;
@@ -263,7 +264,7 @@ where
         let shared = Arc::new(Shared::new(producers, affinity::cpu_count(), sinks.len()));
         let placement = Arc::new(Mutex::new(Placement::default()));
         let dispatchers = spawn_dispatchers(&cfg, &shared, sinks, tx_rx, &placement, spawner)?;
-        let commands: CommandSlot<S> = Arc::new(Mutex::new(None));
+        let commands: Commands<S> = Arc::new(CommandSlot::default());
         let arbiter = Arbiter::new(ArbiterParts {
             shared: Arc::clone(&shared),
             sched: scheduler,
@@ -300,7 +301,6 @@ where
             placement,
             max_clients: cfg.max_clients,
             commands,
-            command_gate: Mutex::new(()),
         })
     }
 }
