@@ -240,8 +240,9 @@ impl Policy {
         limits: &Limits,
     ) -> Result<Policy, PolicyError> {
         let (toml, source) = dot::to_toml(text, file_name)?;
-        let index = KeyIndex::new(file_name, &toml);
-        let c = file::compile(&index, &toml, limits).map_err(|e| source.translate(e, &index))?;
+        let (index, file) = KeyIndex::parse(file_name, &toml)
+            .map_err(|e| source.translate(e, &KeyIndex::new(file_name, &toml)))?;
+        let c = file::compile(&index, file, limits).map_err(|e| source.translate(e, &index))?;
         Ok(Policy {
             file: file_name.to_string(),
             spec: c.spec,
