@@ -296,6 +296,7 @@ impl Side {
             pool,
             reloads: policy.reloads.clone(),
             accounting,
+            io: self.io.to_string(),
         }
     }
 }

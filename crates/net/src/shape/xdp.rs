@@ -434,7 +434,10 @@ impl XdpIngress {
             }
             self.classifier
                 .expire(now, ingress::EXPIRE_BUDGET, |_, _| {});
-            ingress::publish(&self.counters, &self.classifier, &tally, carried, 0);
+            // Partial checksums are found by their content: those found are
+            // the ones pending.
+            let pending = tally.checksum_completed;
+            ingress::publish(&self.counters, &self.classifier, &tally, carried, pending);
             if n == 0 {
                 self.idle(&mut poll, now);
             }
