@@ -1270,7 +1270,8 @@ fn has_xdp(bed: &Testbed, dev: &str) -> bool {
 /// and one left to choose falls back to AF_PACKET saying why.
 #[test]
 fn xdp_after_sigkill_and_busy() {
-    if !testbed::preflight("xdp_after_sigkill_and_busy", &TOOLS) || !ios().contains(&"af_xdp") {
+    let tools = ["ip", "tc", "ethtool", "ping", "iperf3", "setpriv"];
+    if !testbed::preflight("xdp_after_sigkill_and_busy", &tools) || !ios().contains(&"af_xdp") {
         return;
     }
     let _serial = serial();
@@ -1285,7 +1286,6 @@ fn xdp_after_sigkill_and_busy() {
         "SIGKILL leaves the program attached (what the next start must handle)"
     );
 
-    let second = Shaper::start(&bed, "af_xdp", &weighted, &dir.0, &[]);
     let other = TempDir::new("kill-other");
     let sock = other.0.join("s.sock");
     let (w, s) = (weighted.to_str().unwrap(), sock.to_str().unwrap());
@@ -1294,6 +1294,27 @@ fn xdp_after_sigkill_and_busy() {
             EIFFEL, "shape", "--io", io, "--policy", w, "--in", "m0", "--out", "m1", "--socket", s,
         ]
     };
+    // Without the capabilities AF_XDP needs: the error names them and the
+    // fallback.
+    let mut unprivileged = vec![
+        "setpriv",
+        "--inh-caps=-all",
+        "--bounding-set=-net_admin,-net_raw,-bpf,-sys_admin",
+        "--",
+    ];
+    unprivileged.extend(args("af_xdp"));
+    let out = bed
+        .run(Role::Middle, &unprivileged, Duration::from_secs(10))
+        .expect("an unprivileged bump");
+    assert!(
+        !out.status.success()
+            && out.stderr.contains("CAP_NET_ADMIN")
+            && out.stderr.contains("--io af_packet"),
+        "missing capabilities: {}",
+        out.stderr
+    );
+
+    let second = Shaper::start(&bed, "af_xdp", &weighted, &dir.0, &[]);
     let out = bed
         .run(Role::Middle, &args("af_xdp"), Duration::from_secs(10))
         .expect("a second bump");

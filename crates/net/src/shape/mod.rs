@@ -716,12 +716,10 @@ fn open_io(cfg: &ShapeConfig, pool_slots: u32) -> Result<Opened, ShapeError> {
     match cfg.io {
         IoChoice::AfPacket => open_packet(cfg, pool_slots, None),
         IoChoice::AfXdp => Ok(open_xdp(cfg, pool_slots)?),
+        // Whatever stops AF_XDP, AF_PACKET reports its own errors (a missing
+        // interface, a missing CAP_NET_RAW) as it always has.
         IoChoice::Auto => match open_xdp(cfg, pool_slots) {
             Ok(opened) => Ok(opened),
-            // The same error would follow from AF_PACKET.
-            Err(XdpError::NoSuchInterface { interface }) => {
-                Err(NetError::NoSuchInterface { interface }.into())
-            }
             Err(e) => open_packet(cfg, pool_slots, Some(e.to_string())),
         },
     }

@@ -442,7 +442,8 @@ impl XdpIngress {
                 self.idle(&mut poll, now);
             }
         }
-        ingress::publish(&self.counters, &self.classifier, &tally, carried, 0);
+        let pending = tally.checksum_completed;
+        ingress::publish(&self.counters, &self.classifier, &tally, carried, pending);
         self.counters
             .set_kernel_drops(kernel_drops(&self.rx.sockets));
         drop(self.client);
