@@ -1352,3 +1352,82 @@ fn xdp_after_sigkill_and_busy() {
         "the program stays attached after a clean stop"
     );
 }
+
+/// The weights scenario under a root of `mbit` Mbit/s (a 15,000-byte burst, 1,000
+/// packets per class): the aggregate wire rate and the ratio of the two classes.
+fn weights_at(arch: &str, mbit: u32) -> (f64, f64) {
+    let bed = Testbed::new("eiffel-shs").expect("test bed");
+    let dir = TempDir::new("speed");
+    let text = std::fs::read_to_string(policy("weighted.toml")).expect("policy");
+    let file = dir.0.join("weighted.toml");
+    let text = text
+        .replace("limit = \"40Mbit\"", &format!("limit = \"{mbit}Mbit\""))
+        .replace("burst = \"3028B\"", "burst = \"15000B\"");
+    std::fs::write(&file, text).expect("policy");
+    let shaper = if arch == "htb" {
+        bed.bridge_middle().expect("bridge");
+        let class = |minor, rate: u32, port: Option<u16>| HtbClass {
+            minor,
+            rate: format!("{rate}kbit"),
+            ceil: None,
+            prio: None,
+            limit: Some(1000),
+            matches: port
+                .map(|p| vec![HtbMatch::Protocol(6), HtbMatch::DstPort(p)])
+                .unwrap_or_default(),
+        };
+        let htb = Htb {
+            rate: format!("{mbit}mbit"),
+            default_minor: 30,
+            classes: vec![
+                class(10, mbit * 750, Some(5201)),
+                class(20, mbit * 250, Some(5202)),
+                class(30, 1000, None),
+            ],
+        };
+        bed.htb(Role::Middle, MIDDLE_OUT, &htb).expect("htb");
+        None
+    } else {
+        Some(Shaper::start(&bed, arch, &file, &dir.0, &[]))
+    };
+    let tcp = |port| Iperf3 {
+        omit: 1,
+        ..Iperf3::tcp(port, 4)
+    };
+    let r = concurrent(&bed, &[tcp(5201), tcp(5202)]);
+    let (a, b) = (tcp_wire(&r[0]), tcp_wire(&r[1]));
+    row(
+        &format!("weights 3:1, {mbit} Mbit/s"),
+        arch,
+        &[
+            ("aggregate_mbps", format!("{:.1}", (a + b) / 1e6)),
+            (
+                "error_pct",
+                format!("{:+.2}", ((a + b) / (f64::from(mbit) * 1e6) - 1.0) * 100.0),
+            ),
+            ("ratio", format!("{:.3}", a / b)),
+        ],
+    );
+    if let Some(s) = shaper {
+        check_balance(&s.stop());
+    }
+    (a + b, a / b)
+}
+
+/// Fidelity at speed, measured: the weights scenario at root limits from 100
+/// Mbit/s to 1 Gbit/s through eiffel (both I/Os) and the bridge with HTB. Prints
+/// the rows; asserts nothing (`cargo test -p eiffel-cli --test shape --
+/// --ignored --nocapture weights_sweep`, as root).
+#[test]
+#[ignore = "a 2-minute measurement; the README's table comes from it"]
+fn weights_sweep() {
+    if !testbed::preflight("weights_sweep", &TOOLS) {
+        return;
+    }
+    let _serial = serial();
+    for mbit in [100, 150, 200, 250, 500, 1000] {
+        for arch in ios().into_iter().chain(["htb"]) {
+            weights_at(arch, mbit);
+        }
+    }
+}
