@@ -591,7 +591,7 @@ fn open_queues(cfg: &ShapeConfig) -> Result<Vec<RxRing>, ShapeError> {
 
 /// The reverse direction's I/O.
 enum ReverseIo {
-    Packet(RxRing, TxRing),
+    Packet(Box<(RxRing, TxRing)>),
     #[cfg(eiffel_xdp)]
     Xdp(xdp::XdpReverseIo),
 }
@@ -611,7 +611,8 @@ impl ReverseThread {
         let (waker, wake_rx) = waker_pair()?;
         let what = "starting the reverse thread";
         let handle = match io {
-            ReverseIo::Packet(rx, tx) => {
+            ReverseIo::Packet(rings) => {
+                let (rx, tx) = *rings;
                 let reverse = Reverse {
                     rx,
                     tx,
@@ -682,7 +683,7 @@ fn open_packet(
         sink: Egress::Packet(TxSink::new(out_tx, to_sink, cfg.tx_wait)),
         hook,
         pools,
-        reverse: ReverseIo::Packet(out_rx, in_tx),
+        reverse: ReverseIo::Packet(Box::new((out_rx, in_tx))),
         report: IoReport::AfPacket { fallback },
         #[cfg(eiffel_xdp)]
         guard: None,

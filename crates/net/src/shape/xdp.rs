@@ -706,7 +706,6 @@ impl XdpSink {
         let chunk = *chunk;
         let mut reap = |tx: &mut TxHalf| XdpSink::reap(tx, drainers, pools, chunk, bad_descriptor);
         let done = push(tx, staged, *wait, poll, tally, &mut reap);
-        drop(reap);
         for d in &staged[done..] {
             tally.ring_full += 1;
             if free_sent(drainers, pools, chunk, d.addr).is_none() {
