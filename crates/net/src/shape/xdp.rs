@@ -292,7 +292,6 @@ pub(crate) fn open(cfg: &ShapeConfig, pool_slots: u32) -> Result<XdpParts, XdpEr
     let mut offset = 0u64;
     for (sockets, slots) in by_thread.into_iter().zip(&per_thread) {
         let region = Region {
-            // SAFETY-free: an offset inside the mapping, computed from its layout.
             base: offset_ptr(&area, offset),
             owner: Arc::clone(&area) as Arc<dyn Send + Sync>,
         };
