@@ -1393,7 +1393,13 @@ fn weights_at(arch: &str, mbit: u32) -> (f64, f64) {
         // spinning 50 us at real-time priority after every release takes a core
         // from them (measured: 205 of 250 Mbit/s and a 0.82 ratio with it, 238
         // and 3.0 without).
-        Some(Shaper::start(&bed, arch, &file, &dir.0, &["--idle-spin", "0us"]))
+        Some(Shaper::start(
+            &bed,
+            arch,
+            &file,
+            &dir.0,
+            &["--idle-spin", "0us"],
+        ))
     };
     let tcp = |port| Iperf3 {
         omit: 1,
