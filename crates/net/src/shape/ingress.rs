@@ -325,6 +325,7 @@ pub(super) fn publish(
 
 impl IngressCounters {
     /// Records the kernel's drops on the thread's receive rings.
+    #[cfg_attr(not(eiffel_xdp), allow(dead_code))]
     pub(super) fn set_kernel_drops(&self, n: u64) {
         self.kernel_drops.store(n, Ordering::Relaxed);
     }

@@ -81,6 +81,7 @@ pub(crate) struct Placement {
 /// Memory some other owner keeps alive for as long as the pool lives: the UMEM
 /// of AF_XDP sockets, which the kernel reads and writes too.
 #[cfg(not(loom))]
+#[cfg_attr(not(eiffel_xdp), allow(dead_code))]
 pub(crate) struct Region {
     /// Start of `slots * slot_size` bytes, readable and writable.
     pub(crate) base: core::ptr::NonNull<u8>,
@@ -137,6 +138,7 @@ impl Storage {
         }
     }
 
+    #[cfg_attr(not(eiffel_xdp), allow(dead_code))]
     fn external(region: Region, slots: usize, slot_size: usize) -> Storage {
         Storage {
             base: region.base,
@@ -305,6 +307,7 @@ pub(crate) fn pool(
 /// Creates a pool like [`pool`] whose slots are the `slots * slot_size` bytes of
 /// `region` (which a device may read and write while it holds a slot).
 #[cfg(not(loom))]
+#[cfg_attr(not(eiffel_xdp), allow(dead_code))]
 pub(crate) fn pool_in(
     region: Region,
     slots: u32,

@@ -278,6 +278,7 @@ pub(crate) fn ethtool_flag(fd: BorrowedFd<'_>, name: &str, cmd: u32) -> io::Resu
 }
 
 /// `struct ethtool_channels` of `<linux/ethtool.h>`.
+#[cfg_attr(not(eiffel_xdp), allow(dead_code))]
 #[repr(C)]
 #[derive(Default)]
 struct EthtoolChannels {
@@ -292,10 +293,12 @@ struct EthtoolChannels {
     combined_count: u32,
 }
 
+#[cfg_attr(not(eiffel_xdp), allow(dead_code))]
 const ETHTOOL_GCHANNELS: u32 = 0x3c;
 
 /// The receive queues of interface `name` (`ETHTOOL_GCHANNELS`: receive-only plus
 /// combined channels), or 1 when the driver does not report channels.
+#[cfg_attr(not(eiffel_xdp), allow(dead_code))]
 pub(crate) fn rx_queues(fd: BorrowedFd<'_>, name: &str) -> io::Result<u32> {
     let mut req = ifreq(name)?;
     let mut ch = EthtoolChannels {
