@@ -28,6 +28,10 @@
 //!   hook, which frees their slots.
 //! - A separate thread forwards output-to-input frames ring to ring, unscheduled,
 //!   so the other direction (TCP acknowledgements) flows untouched.
+//! - With AF_XDP ([`ShapeConfig::io`], the default where it works) the same
+//!   threads run over AF_XDP sockets sharing one UMEM (the `xdp` module): the
+//!   frame pools' slots are the UMEM's chunks, so a frame is classified where the
+//!   kernel put it and transmitted from there, never copied in user space.
 //! - Nobody polls: the receive and reverse threads sleep in `ppoll(2)` until a
 //!   frame arrives (or a flow expires); the arbiter sleeps until the next arrival
 //!   or the next departure (see `eiffel_pspat::runtime`).

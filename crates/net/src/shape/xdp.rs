@@ -172,9 +172,9 @@ impl Port {
         })
     }
 
-    /// Attaches libxdp's XSK program, natively if the driver can, and puts the
-    /// sockets in its map.
-    fn attach(&self, sockets: &[&RxHalf]) -> Result<(Program, XdpMode), XdpError> {
+    /// Attaches libxdp's XSK program, natively if the driver can (removing a
+    /// stale one first).
+    fn attach(&self) -> Result<(Program, XdpMode), XdpError> {
         if self.stale {
             xsk::detach(self.ifindex).map_err(|e| {
                 XdpError::from_io("removing a stale XDP program", &self.name, None, e)
@@ -195,16 +195,6 @@ impl Port {
                 .map(|p| (p, XdpMode::Generic))
                 .map_err(|e| XdpError::from_io("attaching an XDP program", &self.name, None, e))?,
         };
-        for s in sockets {
-            s.register(program.map()).map_err(|e| {
-                XdpError::from_io(
-                    "registering a socket with the XDP program",
-                    &self.name,
-                    None,
-                    e,
-                )
-            })?;
-        }
         Ok((program, mode))
     }
 }
@@ -225,34 +215,14 @@ pub(crate) fn open(cfg: &ShapeConfig, pool_slots: u32) -> Result<XdpParts, XdpEr
             wanted: cfg.queues,
         });
     }
-    let mut chunk = 0;
-    for p in [&input, &output] {
-        let mtu = interface_mtu(std::os::fd::AsFd::as_fd(&fd), &p.name)
-            .map_err(|e| XdpError::from_io("reading the MTU", &p.name, None, e))?;
-        let c = chunk_for(mtu).ok_or_else(|| XdpError::MtuTooLarge {
-            interface: p.name.clone(),
-            mtu,
-        })?;
-        chunk = chunk.max(c);
-    }
-    let threads = cfg.queues;
-    let lent = SIZES.fill + SIZES.rx;
-    let per_thread: Vec<u32> = (0..threads)
-        .map(|t| {
-            let sockets = (0..input.queues)
-                .filter(|q| *q as usize % threads == t)
-                .count();
-            pool_slots.saturating_add(lent * sockets as u32)
-        })
-        .collect();
-    let reverse_chunks = lent * output.queues + SIZES.tx + BATCH as u32;
-    let total: u64 =
-        per_thread.iter().map(|&n| u64::from(n)).sum::<u64>() + u64::from(reverse_chunks);
-    let bytes = usize::try_from(total * u64::from(chunk)).map_err(|_| XdpError::Io {
-        op: "sizing the UMEM",
+    let chunk = chunk_size(std::os::fd::AsFd::as_fd(&fd), [&input, &output])?;
+    let layout = Layout::new(cfg.queues, pool_slots, &input, &output, chunk);
+    let no_memory = |op| XdpError::Io {
+        op,
         interface: input.name.clone(),
         source: std::io::Error::from(std::io::ErrorKind::OutOfMemory),
-    })?;
+    };
+    let bytes = usize::try_from(layout.bytes()).map_err(|_| no_memory("sizing the UMEM"))?;
     let area = Arc::new(
         UmemArea::map(bytes)
             .map_err(|e| XdpError::from_io("mapping the UMEM", &input.name, None, e))?,
@@ -263,67 +233,23 @@ pub(crate) fn open(cfg: &ShapeConfig, pool_slots: u32) -> Result<XdpParts, XdpEr
     );
     let (in_rx, in_tx) = sockets(&umem, &input)?;
     let (out_rx, out_tx) = sockets(&umem, &output)?;
-    let (in_prog, in_mode) = input.attach(&in_rx.iter().collect::<Vec<_>>())?;
-    let guard_in = (input.ifindex, in_prog);
-    let (out_prog, out_mode) = match output.attach(&out_rx.iter().collect::<Vec<_>>()) {
-        Ok(p) => p,
-        Err(e) => {
-            drop(XdpGuard {
-                attached: vec![guard_in],
-            });
-            return Err(e);
-        }
-    };
-    let guard = XdpGuard {
-        attached: vec![guard_in, (output.ifindex, out_prog)],
-    };
+    let (guard, modes) = attach_both([&input, &output], [&in_rx, &out_rx])?;
     let report = IoReport::AfXdp {
         ports: [
-            port_report(&input, in_mode, &in_rx),
-            port_report(&output, out_mode, &out_rx),
+            port_report(&input, modes[0], &in_rx),
+            port_report(&output, modes[1], &out_rx),
         ],
     };
+    let pools =
+        Pools::build(&area, &layout, in_rx).map_err(|_| no_memory("building the frame pool"))?;
     let chunk64 = u64::from(chunk);
-    let mut by_thread: Vec<Vec<RxHalf>> = (0..threads).map(|_| Vec::new()).collect();
-    for s in in_rx {
-        by_thread[s.queue() as usize % threads].push(s);
-    }
-    let (mut ingress, mut sink_drainers, mut hook, mut starts) = (vec![], vec![], vec![], vec![]);
-    let mut offset = 0u64;
-    for (sockets, slots) in by_thread.into_iter().zip(&per_thread) {
-        let region = Region {
-            base: offset_ptr(&area, offset),
-            owner: Arc::clone(&area) as Arc<dyn Send + Sync>,
-        };
-        let (filler, mut drainers) =
-            pool_in(region, *slots, chunk as usize, 2).map_err(|_| XdpError::Io {
-                op: "building the frame pool",
-                interface: input.name.clone(),
-                source: std::io::Error::from(std::io::ErrorKind::OutOfMemory),
-            })?;
-        hook.push(drainers.pop().expect("two drainers"));
-        sink_drainers.push(drainers.pop().expect("two drainers"));
-        ingress.push(XdpRx {
-            sockets,
-            filler,
-            base: offset,
-            chunk: chunk64,
-        });
-        starts.push((offset, u64::from(*slots)));
-        offset += u64::from(*slots) * chunk64;
-    }
-    let free = (0..u64::from(reverse_chunks))
-        .map(|i| offset + i * chunk64)
-        .collect();
-    let frames = OwnChunks::new(
-        Arc::clone(&area),
-        offset,
-        offset + u64::from(reverse_chunks) * chunk64,
-    );
+    let reverse_end = pools.end + u64::from(layout.reverse) * chunk64;
+    let free = (pools.end..reverse_end).step_by(chunk as usize).collect();
+    let frames = OwnChunks::new(Arc::clone(&area), pools.end, reverse_end);
     Ok(XdpParts {
-        ingress,
-        sink: XdpSink::new(out_tx, sink_drainers, starts, chunk64, cfg.tx_wait),
-        hook,
+        ingress: pools.ingress,
+        sink: XdpSink::new(out_tx, pools.sink, pools.starts, chunk64, cfg.tx_wait),
+        hook: pools.hook,
         reverse: XdpReverseIo {
             rx: out_rx,
             tx: in_tx,
@@ -334,6 +260,137 @@ pub(crate) fn open(cfg: &ShapeConfig, pool_slots: u32) -> Result<XdpParts, XdpEr
         guard,
         report,
     })
+}
+
+/// The UMEM chunk size for the larger MTU of `ports`.
+fn chunk_size(fd: std::os::fd::BorrowedFd<'_>, ports: [&Port; 2]) -> Result<u32, XdpError> {
+    let mut chunk = 0;
+    for p in ports {
+        let mtu = interface_mtu(fd, &p.name)
+            .map_err(|e| XdpError::from_io("reading the MTU", &p.name, None, e))?;
+        let c = chunk_for(mtu).ok_or_else(|| XdpError::MtuTooLarge {
+            interface: p.name.clone(),
+            mtu,
+        })?;
+        chunk = chunk.max(c);
+    }
+    Ok(chunk)
+}
+
+/// How the UMEM is divided: one pool per receive thread (its slots plus what its
+/// sockets' fill and RX rings hold), then the reverse direction's chunks.
+struct Layout {
+    chunk: u32,
+    /// Slots of each receive thread's pool.
+    per_thread: Vec<u32>,
+    /// Chunks of the reverse direction.
+    reverse: u32,
+}
+
+impl Layout {
+    fn new(threads: usize, pool_slots: u32, input: &Port, output: &Port, chunk: u32) -> Layout {
+        let lent = SIZES.fill + SIZES.rx;
+        let per_thread = (0..threads)
+            .map(|t| {
+                let sockets = (0..input.queues)
+                    .filter(|q| *q as usize % threads == t)
+                    .count();
+                pool_slots.saturating_add(lent * sockets as u32)
+            })
+            .collect();
+        Layout {
+            chunk,
+            per_thread,
+            reverse: lent * output.queues + SIZES.tx + BATCH as u32,
+        }
+    }
+
+    fn bytes(&self) -> u64 {
+        let chunks: u64 = self.per_thread.iter().map(|&n| u64::from(n)).sum();
+        (chunks + u64::from(self.reverse)) * u64::from(self.chunk)
+    }
+}
+
+/// Attaches libxdp's program to both interfaces (each with its sockets); the
+/// guard detaches them. Returns the mode of each.
+fn attach_both(
+    ports: [&Port; 2],
+    sockets: [&[RxHalf]; 2],
+) -> Result<(XdpGuard, [XdpMode; 2]), XdpError> {
+    let mut guard = XdpGuard { attached: vec![] };
+    let mut modes = [XdpMode::Native; 2];
+    for (i, (port, socks)) in ports.into_iter().zip(sockets).enumerate() {
+        // An error drops the guard, which detaches what was attached.
+        let (program, mode) = port.attach()?;
+        guard.attached.push((port.ifindex, program));
+        modes[i] = mode;
+        let map = guard.attached[i].1.map();
+        for s in socks {
+            s.register(map).map_err(|e| {
+                XdpError::from_io(
+                    "registering a socket with the XDP program",
+                    &port.name,
+                    None,
+                    e,
+                )
+            })?;
+        }
+    }
+    Ok((guard, modes))
+}
+
+/// The receive threads' frame pools laid over the UMEM.
+struct Pools {
+    ingress: Vec<XdpRx>,
+    /// The dispatcher's and the drop hook's drainers, one per pool.
+    sink: Vec<Drainer>,
+    hook: Vec<Drainer>,
+    /// Each pool's first UMEM byte and slot count.
+    starts: Vec<(u64, u64)>,
+    /// The UMEM offset after the last pool.
+    end: u64,
+}
+
+impl Pools {
+    /// One pool per receive thread, each serving the input's queues `q` with
+    /// `q % threads` its index.
+    fn build(
+        area: &Arc<UmemArea>,
+        layout: &Layout,
+        sockets: Vec<RxHalf>,
+    ) -> Result<Pools, eiffel_pspat::mailbox::CapacityError> {
+        let threads = layout.per_thread.len();
+        let chunk = u64::from(layout.chunk);
+        let mut by_thread: Vec<Vec<RxHalf>> = (0..threads).map(|_| Vec::new()).collect();
+        for s in sockets {
+            by_thread[s.queue() as usize % threads].push(s);
+        }
+        let mut pools = Pools {
+            ingress: vec![],
+            sink: vec![],
+            hook: vec![],
+            starts: vec![],
+            end: 0,
+        };
+        for (sockets, &slots) in by_thread.into_iter().zip(&layout.per_thread) {
+            let region = Region {
+                base: offset_ptr(area, pools.end),
+                owner: Arc::clone(area) as Arc<dyn Send + Sync>,
+            };
+            let (filler, mut drainers) = pool_in(region, slots, layout.chunk as usize, 2)?;
+            pools.hook.extend(drainers.pop());
+            pools.sink.extend(drainers.pop());
+            pools.ingress.push(XdpRx {
+                sockets,
+                filler,
+                base: pools.end,
+                chunk,
+            });
+            pools.starts.push((pools.end, u64::from(slots)));
+            pools.end += u64::from(slots) * chunk;
+        }
+        Ok(pools)
+    }
 }
 
 /// The pointer `offset` bytes into `area`.
