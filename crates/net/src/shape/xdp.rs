@@ -930,10 +930,14 @@ fn reap_reverse(tx: &mut TxHalf, free: &mut Vec<u64>, chunk: u64) {
     }
 }
 
-/// Lends the reverse direction's free chunks to socket `s`'s fill ring.
+/// Lends the reverse direction's free chunks to socket `s`'s fill ring, until it
+/// is full or none is left.
 fn refill_reverse(s: &mut RxHalf, free: &mut Vec<u64>) {
-    let room = (s.fill_room(BATCH as u32) as usize).min(free.len());
-    if room > 0 {
+    loop {
+        let room = (s.fill_room(BATCH as u32) as usize).min(free.len());
+        if room == 0 {
+            break;
+        }
         let from = free.len() - room;
         let took = s.fill(&free[from..]);
         debug_assert_eq!(took, room);
