@@ -457,6 +457,8 @@ fn strict_run(arch: &str) {
             ("total_wire_mbps", format!("{:.2}", (v_wire + b_wire) / 1e6)),
         ],
     );
+    // Where losses happened in the bump, for the message below.
+    let mut bump = String::new();
     if let Middle::Eiffel(shaper) = middle {
         let last = shaper.stop();
         check_balance(&last);
@@ -466,9 +468,17 @@ fn strict_run(arch: &str) {
             "voice drops: {:?}",
             node(&last, "root/voice")
         );
+        bump = format!(
+            " (the bump's kernel receive drops {}, ingress drops {:?})",
+            last.ingress.kernel_drops, last.ingress.drops
+        );
     }
     assert!(v.packets > 0, "{arch}: no voice datagrams");
-    assert!(loss <= 0.01, "{arch}: voice lost {:.2}%", loss * 100.0);
+    assert!(
+        loss <= 0.01,
+        "{arch}: voice lost {:.2}%{bump}",
+        loss * 100.0
+    );
     assert!(
         (v.bits_per_second / 15e6 - 1.0).abs() <= 0.02,
         "{arch}: voice got {:.2} of its 15 Mbit/s",
