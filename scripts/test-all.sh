@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace: unit, property and integration tests (optimised,
-# with debug assertions), the network-namespace end-to-end tests (as root), doc
-# tests, the Python package's pytest tests, the tests against DPDK's rte_sched
+# with debug assertions), the network-namespace end-to-end tests (as root; every
+# `eiffel shape` scenario under AF_PACKET and AF_XDP), doc tests, the Python
+# package's pytest tests, the tests against DPDK's rte_sched
 # (feature dpdk), the loom models, the unsafe code under miri, every fuzz target
 # for a bounded time, and the benches'
 # compilation.
@@ -16,6 +17,12 @@ if [ "$(id -u)" -eq 0 ]; then
 fi
 
 echo "==> cargo test (workspace, profile ci: optimised, debug assertions on)"
+if [ "$(id -u)" -eq 0 ] && ! pkg-config --exists libxdp libbpf 2>/dev/null; then
+    # eiffel-net builds its AF_XDP path when libxdp is found; every `eiffel
+    # shape` scenario runs under AF_XDP too, so a build without it must not pass.
+    echo "error: libxdp-dev/libbpf-dev missing although scripts/setup.d/xdp.sh ran as root" >&2
+    exit 1
+fi
 cargo test --workspace --profile ci
 
 echo "==> Python package: built into target/python-venv, pytest"

@@ -9,9 +9,13 @@
 //! receive ring. The middle is either
 //! - **eiffel**: `eiffel shape` (this binary, a separate process) with a policy of
 //!   two weighted classes (3:1, the generated frames in the heavier one) and a
-//!   10 Gbit/s link, so that the CPU, not a limit, bounds the rate;
+//!   10 Gbit/s link, so that the CPU, not a limit, bounds the rate, over
+//!   AF_PACKET (`--io af_packet`);
 //! - **eiffel-inline**: the same with `--inline-dispatch` (the arbiter transmits,
-//!   no dispatcher thread); or
+//!   no dispatcher thread);
+//! - **eiffel-xdp** and **eiffel-xdp-inline**: the same two over AF_XDP (`--io
+//!   af_xdp`: sockets on one UMEM, frames classified in place, no copy in user
+//!   space), when this build has AF_XDP; or
 //! - **htb**: a kernel bridge with an HTB root of 10 Gbit/s and the same two
 //!   classes (rates 3:1 of it, a `u32` filter on the UDP port).
 //!
@@ -70,7 +74,7 @@ dst_port = 9
 #[derive(Clone, Debug, Serialize)]
 struct Record {
     case: &'static str,
-    /// `eiffel`, `eiffel-inline` or `htb`.
+    /// `eiffel`, `eiffel-inline`, `eiffel-xdp`, `eiffel-xdp-inline` or `htb`.
     arch: &'static str,
     run: u32,
     seconds: f64,
@@ -143,7 +147,7 @@ struct Middle {
     socket: PathBuf,
 }
 
-fn start_eiffel(bed: &Testbed, dir: &Path, inline: bool) -> Result<Middle, BenchError> {
+fn start_eiffel(bed: &Testbed, dir: &Path, arch: &str) -> Result<Middle, BenchError> {
     let policy = dir.join("bench-shape.toml");
     std::fs::write(&policy, POLICY)?;
     let socket = dir.join("bench-shape.sock");
@@ -164,8 +168,14 @@ fn start_eiffel(bed: &Testbed, dir: &Path, inline: bool) -> Result<Middle, Bench
         "--socket",
         socket.to_str().ok_or("temp path is not UTF-8")?,
         "--json",
+        "--io",
+        if arch.contains("xdp") {
+            "af_xdp"
+        } else {
+            "af_packet"
+        },
     ];
-    if inline {
+    if arch.ends_with("inline") {
         args.push("--inline-dispatch");
     }
     let mut bg = bed.spawn(Role::Middle, &args)?;
@@ -196,7 +206,7 @@ fn stop_eiffel(m: Middle) -> Result<Snapshot, BenchError> {
 fn measure(arch: &'static str, run: u32, seconds: f64, dir: &Path) -> Result<Record, BenchError> {
     let bed = Testbed::new("eiffel-bshape")?;
     let middle = if arch.starts_with("eiffel") {
-        Some(start_eiffel(&bed, dir, arch == "eiffel-inline")?)
+        Some(start_eiffel(&bed, dir, arch)?)
     } else {
         bed.bridge_middle()?;
         bed.htb(Role::Middle, MIDDLE_OUT, &htb())?;
@@ -266,6 +276,19 @@ fn measure(arch: &'static str, run: u32, seconds: f64, dir: &Path) -> Result<Rec
     })
 }
 
+/// The middles measured: AF_PACKET and, when this build has it, AF_XDP, each with
+/// a dispatcher thread and inline, and the kernel's bridge with HTB.
+fn arches() -> Vec<&'static str> {
+    let mut a = vec!["eiffel", "eiffel-inline"];
+    if eiffel_net::xdp::available() {
+        a.extend(["eiffel-xdp", "eiffel-xdp-inline"]);
+    } else {
+        eprintln!("note: this build has no AF_XDP (libxdp-dev missing at build time): no xdp rows");
+    }
+    a.push("htb");
+    a
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(0.0)
@@ -287,7 +310,7 @@ pub fn run(opts: &CommonOpts) -> Result<(), BenchError> {
     let mut records = Vec::new();
     let result = (|| -> Result<(), BenchError> {
         for run in 0..runs {
-            for arch in ["eiffel", "eiffel-inline", "htb"] {
+            for &arch in &arches() {
                 records.push(measure(arch, run, seconds, &dir)?);
             }
         }
@@ -318,6 +341,8 @@ pub fn run(opts: &CommonOpts) -> Result<(), BenchError> {
             match r.arch {
                 "eiffel" => "eiffel shape (wfq 3:1)",
                 "eiffel-inline" => "eiffel shape --inline-dispatch",
+                "eiffel-xdp" => "eiffel shape --io af_xdp",
+                "eiffel-xdp-inline" => "eiffel shape --io af_xdp --inline-dispatch",
                 _ => "bridge + HTB (3:1)",
             }
             .to_string(),
@@ -333,7 +358,7 @@ pub fn run(opts: &CommonOpts) -> Result<(), BenchError> {
     let of = |arch: &str, f: fn(&Record) -> f64| {
         median(records.iter().filter(|r| r.arch == arch).map(f).collect())
     };
-    for arch in ["eiffel", "eiffel-inline"] {
+    for arch in arches().into_iter().filter(|a| *a != "htb") {
         crate::outln!(
             "{arch} / htb (medians): delivered rate {:.2}, pipeline CPU per packet {:.2}",
             of(arch, |r| r.mpps) / of("htb", |r| r.mpps).max(1e-9),

@@ -18,6 +18,7 @@ use clap::Args;
 use eiffel_net::offload::Offloads;
 use eiffel_net::shape::metrics::{Latest, MetricsServer};
 use eiffel_net::shape::{Bump, LinkRate, LivePolicy, ShapeConfig, DEFAULT_LINK_RATE_BPS};
+use eiffel_net::xdp::IoChoice;
 use eiffel_policy::units::{self, fmt_rate, RateUnit, TimeUnit};
 use eiffel_policy::{Limits, Policy};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -76,11 +77,18 @@ pub struct ShapeArgs {
     /// histogram), refreshed every rate interval.
     #[arg(long, value_name = "ADDR:PORT")]
     pub metrics: Option<std::net::SocketAddr>,
-    /// Receive queues on `--in`: this many receive rings in one PACKET_FANOUT
-    /// group (flows spread by hash, each flow on one ring), each read by its own
-    /// thread with its own PSPAT mailbox (1-16).
+    /// Receive threads on `--in`, each with its own PSPAT mailbox (1-16). With
+    /// AF_PACKET, this many rings in one PACKET_FANOUT group (flows spread by
+    /// hash, each flow on one ring); with AF_XDP, every receive queue of the
+    /// interface has a socket and thread `i` reads queues `i`, `i + N`, ...
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub queues: usize,
+    /// Packet I/O: `af_xdp` (AF_XDP sockets sharing one UMEM, libxdp's XSK
+    /// program, native XDP where the driver has it), `af_packet` (memory-mapped
+    /// packet rings), or `auto`: AF_XDP where it works, else AF_PACKET with the
+    /// reason printed.
+    #[arg(long, value_enum, default_value_t = Io::Auto)]
+    pub io: Io,
     /// Print the final counters as JSON.
     #[arg(long)]
     pub json: bool,
@@ -88,6 +96,19 @@ pub struct ShapeArgs {
     /// need more memory than this, e.g. "8GiB".
     #[arg(long, value_parser = crate::run::parse_size, default_value = "4GiB")]
     pub max_memory: u64,
+}
+
+/// The packet I/O `--io` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Io {
+    /// AF_XDP where it works, else AF_PACKET.
+    Auto,
+    /// AF_XDP, or an error naming the fallback.
+    #[value(name = "af_xdp")]
+    AfXdp,
+    /// AF_PACKET rings.
+    #[value(name = "af_packet")]
+    AfPacket,
 }
 
 type Error = Box<dyn std::error::Error>;
@@ -285,6 +306,11 @@ fn config(args: &ShapeArgs) -> Result<ShapeConfig, Error> {
     cfg.inline_dispatch = args.inline_dispatch;
     cfg.queues = args.queues;
     cfg.realtime = args.realtime;
+    cfg.io = match args.io {
+        Io::Auto => IoChoice::Auto,
+        Io::AfXdp => IoChoice::AfXdp,
+        Io::AfPacket => IoChoice::AfPacket,
+    };
     cfg.idle_spin = duration(&args.idle_spin, "idle-spin")?;
     cfg.link_rate = match &args.link_rate {
         Some(text) => LinkRate::Fixed(
@@ -347,6 +373,7 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
         .map_err(|e| format!("cannot install signal handlers: {e}"))?;
     warn_offloads(args);
     let bump = Bump::start(&cfg, live(&policy))?;
+    eprintln!("eiffel shape: packet I/O {}", bump.io());
     let listener = match bind(&socket) {
         Ok(l) => l,
         Err(e) => {

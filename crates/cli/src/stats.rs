@@ -268,6 +268,9 @@ pub fn render(s: &Snapshot) -> String {
         fmt_rate(s.link_rate_bps as f64),
         secs(s.uptime_ns)
     );
+    if !s.io.is_empty() {
+        let _ = writeln!(o, "packet I/O {}", s.io);
+    }
     render_nodes(&mut o, s);
     render_paths(&mut o, s);
     render_state(&mut o, s);

@@ -28,7 +28,9 @@
 
 use eiffel_sched::ConfigError;
 
-pub use crate::sys::frames::{Drainer, Filler, Filling, FrameStats, NotQueued, PoolWatch, Taken};
+pub use crate::sys::frames::{
+    Drainer, Filler, Filling, FrameStats, NotLent, NotQueued, PoolWatch, Taken,
+};
 
 /// The largest slot: a 64 KiB frame.
 pub const MAX_SLOT_SIZE: usize = 65_536;

@@ -40,7 +40,7 @@
 //! | jumbo frames | yes, with transmit slots and pool slots sized above MTU + 18 |
 //! | GRO / GSO / TSO super-frames | no: counted and dropped; turn offloads off (`ethtool -K DEV gro off gso off tso off`) |
 //! | frames with hardware checksum pending (`TP_STATUS_CSUMNOTREADY`) | TCP/UDP checksums completed in software while copied, counted; others forwarded as they are and counted |
-//! | AF_XDP | no (see the crate README) |
+//! | AF_XDP, one UMEM for both interfaces, libxdp's default XSK program, native or generic XDP | yes, when built with libxdp (`xdp` module) |
 //! | multiple queues / `PACKET_FANOUT` | yes: `RxConfig::fanout`, and `ShapeConfig::queues` receive threads each with its own mailbox |
 
 pub mod afpacket;
@@ -52,3 +52,4 @@ pub mod shape;
 mod sync;
 #[allow(unsafe_code)]
 mod sys;
+pub mod xdp;

@@ -23,13 +23,13 @@ use crate::frames::Drainer;
 pub(crate) struct EgressCounters {
     /// Sojourn times per leaf position.
     pub(crate) latency: LatencyHistograms,
-    sent: AtomicU64,
-    bytes: AtomicU64,
-    too_large: AtomicU64,
-    ring_full: AtomicU64,
-    bad_descriptor: AtomicU64,
-    kicks: AtomicU64,
-    kick_errors: AtomicU64,
+    pub(super) sent: AtomicU64,
+    pub(super) bytes: AtomicU64,
+    pub(super) too_large: AtomicU64,
+    pub(super) ring_full: AtomicU64,
+    pub(super) bad_descriptor: AtomicU64,
+    pub(super) kicks: AtomicU64,
+    pub(super) kick_errors: AtomicU64,
 }
 
 impl EgressCounters {
@@ -163,17 +163,47 @@ impl Transmit for TxSink {
     }
 }
 
+/// The dispatcher's transmit side, for either packet I/O.
+pub(crate) enum Egress {
+    /// An AF_PACKET transmit ring.
+    Packet(TxSink),
+    /// An AF_XDP socket's TX ring over the shared UMEM.
+    #[cfg(eiffel_xdp)]
+    Xdp(super::xdp::XdpSink),
+}
+
+impl Egress {
+    pub(crate) fn counters(&self) -> &Arc<EgressCounters> {
+        match self {
+            Egress::Packet(s) => &s.counters,
+            #[cfg(eiffel_xdp)]
+            Egress::Xdp(s) => &s.counters,
+        }
+    }
+}
+
+impl Transmit for Egress {
+    #[inline]
+    fn transmit(&mut self, batch: &[Packet], now: Nanos) {
+        match self {
+            Egress::Packet(s) => s.transmit(batch, now),
+            #[cfg(eiffel_xdp)]
+            Egress::Xdp(s) => s.transmit(batch, now),
+        }
+    }
+}
+
 /// Counters of the reverse direction (single writer).
 #[derive(Debug, Default)]
 pub(crate) struct ReverseCounters {
-    received: AtomicU64,
-    sent: AtomicU64,
-    bytes: AtomicU64,
+    pub(super) received: AtomicU64,
+    pub(super) sent: AtomicU64,
+    pub(super) bytes: AtomicU64,
     truncated: AtomicU64,
     too_large: AtomicU64,
-    ring_full: AtomicU64,
-    kernel_drops: AtomicU64,
-    checksum_completed: AtomicU64,
+    pub(super) ring_full: AtomicU64,
+    pub(super) kernel_drops: AtomicU64,
+    pub(super) checksum_completed: AtomicU64,
     checksum_left: AtomicU64,
 }
 

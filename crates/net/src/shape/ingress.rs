@@ -27,22 +27,24 @@ use crate::frames::Filler;
 /// Why a frame was dropped before the scheduler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(usize)]
-enum Reason {
+pub(super) enum Reason {
     Truncated,
     Oversize,
     PoolFull,
     Malformed,
     MailboxFull,
     Closed,
+    BadDescriptor,
 }
 
-const REASONS: [(Reason, &str); 6] = [
+const REASONS: [(Reason, &str); 7] = [
     (Reason::Truncated, "truncated"),
     (Reason::Oversize, "oversize"),
     (Reason::PoolFull, "pool_full"),
     (Reason::Malformed, "malformed"),
     (Reason::MailboxFull, "mailbox_full"),
     (Reason::Closed, "closed"),
+    (Reason::BadDescriptor, "bad_descriptor"),
 ];
 
 /// Counters the receive thread publishes (single writer) for the stats view.
@@ -106,7 +108,7 @@ pub(crate) type ClassifierSlot = super::handoff::Handoff<Classifier>;
 
 /// Counters kept across classifier replacements (a new classifier starts at 0).
 #[derive(Clone, Copy, Debug, Default)]
-struct Carried {
+pub(super) struct Carried {
     created: u64,
     expired: u64,
     evicted: u64,
@@ -157,15 +159,15 @@ pub(crate) struct IngressEnd {
 }
 
 /// Idle flows expired per pass at most: bounded work per wake-up.
-const EXPIRE_BUDGET: usize = 64;
+pub(super) const EXPIRE_BUDGET: usize = 64;
 
 /// What the receive thread counted so far (published to [`IngressCounters`]).
 #[derive(Clone, Copy, Debug, Default)]
-struct Tally {
-    received: u64,
-    bytes: u64,
-    to_scheduler: u64,
-    checksum_completed: u64,
+pub(super) struct Tally {
+    pub(super) received: u64,
+    pub(super) bytes: u64,
+    pub(super) to_scheduler: u64,
+    pub(super) checksum_completed: u64,
     checksum_left: u64,
     /// Drops by [`Reason`].
     drops: [u64; REASONS.len()],
@@ -173,7 +175,7 @@ struct Tally {
 
 impl Tally {
     #[inline]
-    fn drop(&mut self, reason: Reason) {
+    pub(super) fn drop(&mut self, reason: Reason) {
         self.drops[reason as usize] += 1;
     }
 }
@@ -282,38 +284,63 @@ impl Ingress {
     }
 
     fn publish(&self, tally: &Tally, carried: Carried) {
-        let c = &*self.counters;
-        let set = |a: &AtomicU64, v: u64| a.store(v, Ordering::Relaxed);
-        set(&c.received, tally.received);
-        set(&c.bytes, tally.bytes);
-        set(&c.to_scheduler, tally.to_scheduler);
-        for (a, &v) in c.drops.iter().zip(&tally.drops) {
-            set(a, v);
-        }
-        let cc = self.classifier.counters();
-        let ft = self.classifier.flows();
-        let fc = ft.counters();
-        set(&c.flows, u64::from(ft.len()));
-        set(&c.flow_capacity, u64::from(ft.capacity()));
-        set(&c.flows_created, carried.created + fc.created);
-        set(&c.flows_expired, carried.expired + fc.expired);
-        set(&c.flows_evicted, carried.evicted + fc.evicted);
-        for m in eiffel_classify::wire::Malformed::ALL {
-            set(
-                &c.malformed[m as usize],
-                carried.malformed[m as usize] + cc.malformed.get(m),
-            );
-        }
-        set(&c.checksum_pending, self.rx.counters().checksum_pending);
-        set(&c.checksum_completed, tally.checksum_completed);
-        set(&c.checksum_left, tally.checksum_left);
+        let pending = self.rx.counters().checksum_pending;
+        publish(&self.counters, &self.classifier, tally, carried, pending);
+    }
+}
+
+/// Publishes a receive thread's counts (it is their only writer).
+pub(super) fn publish(
+    c: &IngressCounters,
+    classifier: &Classifier,
+    tally: &Tally,
+    carried: Carried,
+    checksum_pending: u64,
+) {
+    let set = |a: &AtomicU64, v: u64| a.store(v, Ordering::Relaxed);
+    set(&c.received, tally.received);
+    set(&c.bytes, tally.bytes);
+    set(&c.to_scheduler, tally.to_scheduler);
+    for (a, &v) in c.drops.iter().zip(&tally.drops) {
+        set(a, v);
+    }
+    let cc = classifier.counters();
+    let ft = classifier.flows();
+    let fc = ft.counters();
+    set(&c.flows, u64::from(ft.len()));
+    set(&c.flow_capacity, u64::from(ft.capacity()));
+    set(&c.flows_created, carried.created + fc.created);
+    set(&c.flows_expired, carried.expired + fc.expired);
+    set(&c.flows_evicted, carried.evicted + fc.evicted);
+    for m in eiffel_classify::wire::Malformed::ALL {
+        set(
+            &c.malformed[m as usize],
+            carried.malformed[m as usize] + cc.malformed.get(m),
+        );
+    }
+    set(&c.checksum_pending, checksum_pending);
+    set(&c.checksum_completed, tally.checksum_completed);
+    set(&c.checksum_left, tally.checksum_left);
+}
+
+impl IngressCounters {
+    /// Records the kernel's drops on the thread's receive rings.
+    #[cfg_attr(not(eiffel_xdp), allow(dead_code))]
+    pub(super) fn set_kernel_drops(&self, n: u64) {
+        self.kernel_drops.store(n, Ordering::Relaxed);
     }
 }
 
 /// Hands descriptor `pkt` (in slot `id` of this queue's pool) to the arbiter; a
 /// full or closed mailbox drops it and frees its slot.
 #[inline]
-fn send(client: &mut Client, filler: &mut Filler, mut pkt: Packet, id: u32, tally: &mut Tally) {
+pub(super) fn send(
+    client: &mut Client,
+    filler: &mut Filler,
+    mut pkt: Packet,
+    id: u32,
+    tally: &mut Tally,
+) {
     loop {
         match client.send(pkt) {
             Ok(()) => {
@@ -337,7 +364,7 @@ fn send(client: &mut Client, filler: &mut Filler, mut pkt: Packet, id: u32, tall
 }
 
 /// Adds a retiring classifier's counters to those carried so far.
-fn carry(mut c: Carried, old: &Classifier) -> Carried {
+pub(super) fn carry(mut c: Carried, old: &Classifier) -> Carried {
     let fc = old.flows().counters();
     c.created += fc.created;
     c.expired += fc.expired;

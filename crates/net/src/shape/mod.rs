@@ -28,6 +28,10 @@
 //!   hook, which frees their slots.
 //! - A separate thread forwards output-to-input frames ring to ring, unscheduled,
 //!   so the other direction (TCP acknowledgements) flows untouched.
+//! - With AF_XDP ([`ShapeConfig::io`], the default where it works) the same
+//!   threads run over AF_XDP sockets sharing one UMEM (the `xdp` module): the
+//!   frame pools' slots are the UMEM's chunks, so a frame is classified where the
+//!   kernel put it and transmitted from there, never copied in user space.
 //! - Nobody polls: the receive and reverse threads sleep in `ppoll(2)` until a
 //!   frame arrives (or a flow expires); the arbiter sleeps until the next arrival
 //!   or the next departure (see `eiffel_pspat::runtime`).
@@ -68,6 +72,8 @@ pub mod metrics;
 mod sample;
 pub mod stats;
 mod waker;
+#[cfg(eiffel_xdp)]
+mod xdp;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -81,7 +87,8 @@ use eiffel_sched::{ConfigError, DropReason, Packet, Scheduler};
 
 use crate::afpacket::{NetError, RxConfig, RxRing, TxConfig, TxRing};
 use crate::frames::{frame_pool, Drainer, Filler, PoolWatch};
-use egress::{EgressCounters, Reverse, ReverseCounters, TxSink};
+use crate::xdp::{IoChoice, IoReport, XdpError};
+use egress::{Egress, EgressCounters, Reverse, ReverseCounters, TxSink};
 use ingress::{ClassifierSlot, Ingress, IngressCounters};
 use live::{LiveTree, Registry};
 use sample::{node_info, sample_tree, NodeInfo, Rates, TreeSample};
@@ -165,6 +172,8 @@ pub struct ShapeConfig {
     /// process); Linux still keeps 5% of each CPU for ordinary tasks. Needs
     /// `CAP_SYS_NICE`.
     pub realtime: Option<i32>,
+    /// The packet I/O: AF_XDP where it works (the default), or AF_PACKET.
+    pub io: IoChoice,
 }
 
 impl ShapeConfig {
@@ -189,6 +198,7 @@ impl ShapeConfig {
             inline_dispatch: false,
             queues: 1,
             realtime: None,
+            io: IoChoice::Auto,
         }
     }
 }
@@ -197,6 +207,9 @@ impl ShapeConfig {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ShapeError {
+    /// AF_XDP was asked for and cannot run (the message names the fallback).
+    #[error(transparent)]
+    Xdp(#[from] XdpError),
     /// Input and output are one interface.
     #[error("input and output are both `{name}`: a bump in the wire joins two interfaces")]
     SameInterface {
@@ -287,7 +300,7 @@ pub struct Bump {
     // Dropped first: its threads hold the runtime's client, which the runtime's
     // own drop waits for.
     side: Side,
-    rt: Pspat<LiveTree, TxSink>,
+    rt: Pspat<LiveTree, Egress>,
 }
 
 /// Everything but the runtime: threads, counters, the policy's description.
@@ -312,6 +325,12 @@ struct Side {
     pools: Vec<PoolWatch>,
     /// Descriptors the drop hook could not free (not queued: a bug if ever > 0).
     hook_bad: Arc<AtomicU64>,
+    /// The packet I/O in use.
+    io: IoReport,
+    /// Detaches the XDP programs; dropped after the threads have stopped (the
+    /// fields drop after `Side::drop`).
+    #[cfg(eiffel_xdp)]
+    _xdp: Option<xdp::XdpGuard>,
 }
 
 /// Most descriptors the PSPAT client mailbox may hold (the runtime's limit).
@@ -493,33 +512,60 @@ struct IngressThread {
     next_classifier: Arc<ClassifierSlot>,
 }
 
+/// Where a receive thread's frames come from.
+enum Source {
+    /// An AF_PACKET ring, copied into a frame pool.
+    Packet(RxRing, Filler),
+    /// AF_XDP sockets whose chunks are the frame pool's slots.
+    #[cfg(eiffel_xdp)]
+    Xdp(xdp::XdpRx),
+}
+
 impl IngressThread {
     fn start(
         cfg: &ShapeConfig,
         queue: u32,
-        rx: RxRing,
+        source: Source,
         classifier: Classifier,
-        filler: Filler,
         client: Client,
     ) -> Result<IngressThread, ShapeError> {
         let counters = Arc::new(IngressCounters::default());
         let next_classifier = Arc::new(ClassifierSlot::default());
         let stop = Arc::new(AtomicBool::new(false));
         let (waker, wake_rx) = waker_pair()?;
-        let ingress = Ingress {
-            rx,
-            classifier,
-            filler,
-            client,
-            counters: Arc::clone(&counters),
-            next_classifier: Arc::clone(&next_classifier),
-            stop: Arc::clone(&stop),
-            waker: wake_rx,
-            batch: cfg.batch,
-            queue,
-        };
         let what = "starting the receive thread";
-        let handle = spawn("eiffel-rx", what, cfg.realtime, move || ingress.run())?;
+        let handle = match source {
+            Source::Packet(rx, filler) => {
+                let ingress = Ingress {
+                    rx,
+                    classifier,
+                    filler,
+                    client,
+                    counters: Arc::clone(&counters),
+                    next_classifier: Arc::clone(&next_classifier),
+                    stop: Arc::clone(&stop),
+                    waker: wake_rx,
+                    batch: cfg.batch,
+                    queue,
+                };
+                spawn("eiffel-rx", what, cfg.realtime, move || ingress.run())?
+            }
+            #[cfg(eiffel_xdp)]
+            Source::Xdp(rx) => {
+                let ingress = xdp::XdpIngress {
+                    rx,
+                    classifier,
+                    client,
+                    counters: Arc::clone(&counters),
+                    next_classifier: Arc::clone(&next_classifier),
+                    stop: Arc::clone(&stop),
+                    waker: wake_rx,
+                    batch: cfg.batch,
+                    queue,
+                };
+                spawn("eiffel-rx", what, cfg.realtime, move || ingress.run())?
+            }
+        };
         Ok(IngressThread {
             handle: Some(handle),
             stop,
@@ -547,6 +593,13 @@ fn open_queues(cfg: &ShapeConfig) -> Result<Vec<RxRing>, ShapeError> {
         .collect()
 }
 
+/// The reverse direction's I/O.
+enum ReverseIo {
+    Packet(Box<(RxRing, TxRing)>),
+    #[cfg(eiffel_xdp)]
+    Xdp(xdp::XdpReverseIo),
+}
+
 /// The reverse thread and what the control side keeps of it.
 struct ReverseThread {
     handle: JoinHandle<()>,
@@ -556,21 +609,38 @@ struct ReverseThread {
 }
 
 impl ReverseThread {
-    fn start(cfg: &ShapeConfig, rx: RxRing, tx: TxRing) -> Result<ReverseThread, ShapeError> {
+    fn start(cfg: &ShapeConfig, io: ReverseIo) -> Result<ReverseThread, ShapeError> {
         let counters = Arc::new(ReverseCounters::default());
         let stop = Arc::new(AtomicBool::new(false));
         let (waker, wake_rx) = waker_pair()?;
-        let reverse = Reverse {
-            rx,
-            tx,
-            counters: Arc::clone(&counters),
-            stop: Arc::clone(&stop),
-            waker: wake_rx,
-            batch: cfg.batch,
-            wait: cfg.tx_wait,
-        };
         let what = "starting the reverse thread";
-        let handle = spawn("eiffel-reverse", what, cfg.realtime, move || reverse.run())?;
+        let handle = match io {
+            ReverseIo::Packet(rings) => {
+                let (rx, tx) = *rings;
+                let reverse = Reverse {
+                    rx,
+                    tx,
+                    counters: Arc::clone(&counters),
+                    stop: Arc::clone(&stop),
+                    waker: wake_rx,
+                    batch: cfg.batch,
+                    wait: cfg.tx_wait,
+                };
+                spawn("eiffel-reverse", what, cfg.realtime, move || reverse.run())?
+            }
+            #[cfg(eiffel_xdp)]
+            ReverseIo::Xdp(io) => {
+                let reverse = xdp::XdpReverse {
+                    io,
+                    counters: Arc::clone(&counters),
+                    stop: Arc::clone(&stop),
+                    waker: wake_rx,
+                    batch: cfg.batch,
+                    wait: cfg.tx_wait,
+                };
+                spawn("eiffel-reverse", what, cfg.realtime, move || reverse.run())?
+            }
+        };
         Ok(ReverseThread {
             handle,
             stop,
@@ -580,56 +650,123 @@ impl ReverseThread {
     }
 }
 
+/// The data path's I/O, opened, before any thread runs.
+struct Opened {
+    sources: Vec<Source>,
+    sink: Egress,
+    /// The drop hook's drainers, one per pool.
+    hook: Vec<Drainer>,
+    pools: Vec<PoolWatch>,
+    reverse: ReverseIo,
+    report: IoReport,
+    #[cfg(eiffel_xdp)]
+    guard: Option<xdp::XdpGuard>,
+}
+
+/// Opens the AF_PACKET data path: rings on both interfaces and one frame pool
+/// per receive queue.
+fn open_packet(
+    cfg: &ShapeConfig,
+    pool_slots: u32,
+    fallback: Option<String>,
+) -> Result<Opened, ShapeError> {
+    let in_rx = open_queues(cfg)?;
+    let out_tx = TxRing::open(&cfg.output, &cfg.tx)?;
+    let out_rx = RxRing::open(&cfg.output, &cfg.rx)?;
+    let in_tx = TxRing::open(&cfg.input, &cfg.tx)?;
+    let (mut sources, mut to_sink, mut hook, mut pools) = (vec![], vec![], vec![], vec![]);
+    for rx in in_rx {
+        let (filler, mut drainers) = frame_pool(pool_slots, cfg.slot_size, 2)?;
+        hook.push(drainers.pop().expect("two drainers"));
+        to_sink.push(drainers.pop().expect("two drainers"));
+        pools.push(filler.watch());
+        sources.push(Source::Packet(rx, filler));
+    }
+    Ok(Opened {
+        sources,
+        sink: Egress::Packet(TxSink::new(out_tx, to_sink, cfg.tx_wait)),
+        hook,
+        pools,
+        reverse: ReverseIo::Packet(Box::new((out_rx, in_tx))),
+        report: IoReport::AfPacket { fallback },
+        #[cfg(eiffel_xdp)]
+        guard: None,
+    })
+}
+
+/// Opens the AF_XDP data path.
+#[cfg(eiffel_xdp)]
+fn open_xdp(cfg: &ShapeConfig, pool_slots: u32) -> Result<Opened, XdpError> {
+    let parts = xdp::open(cfg, pool_slots)?;
+    let pools = parts.ingress.iter().map(xdp::XdpRx::watch).collect();
+    Ok(Opened {
+        sources: parts.ingress.into_iter().map(Source::Xdp).collect(),
+        sink: Egress::Xdp(parts.sink),
+        hook: parts.hook,
+        pools,
+        reverse: ReverseIo::Xdp(parts.reverse),
+        report: parts.report,
+        guard: Some(parts.guard),
+    })
+}
+
+#[cfg(not(eiffel_xdp))]
+fn open_xdp(_: &ShapeConfig, _: u32) -> Result<Opened, XdpError> {
+    Err(XdpError::NotBuilt)
+}
+
+/// Opens the packet I/O `cfg.io` asks for: AF_XDP where it works by default,
+/// falling back to AF_PACKET with the reason.
+fn open_io(cfg: &ShapeConfig, pool_slots: u32) -> Result<Opened, ShapeError> {
+    match cfg.io {
+        IoChoice::AfPacket => open_packet(cfg, pool_slots, None),
+        IoChoice::AfXdp => Ok(open_xdp(cfg, pool_slots)?),
+        // Whatever stops AF_XDP, AF_PACKET reports its own errors (a missing
+        // interface, a missing CAP_NET_RAW) as it always has.
+        IoChoice::Auto => match open_xdp(cfg, pool_slots) {
+            Ok(opened) => Ok(opened),
+            Err(e) => open_packet(cfg, pool_slots, Some(e.to_string())),
+        },
+    }
+}
+
 impl Bump {
     /// Opens both interfaces, builds the policy and starts every thread.
     ///
     /// # Errors
     /// A missing interface or missing `CAP_NET_RAW` ([`ShapeError::Net`], whose
-    /// message says what to do), a policy the tree or classifier refuses, sizes out
-    /// of range, or a thread that cannot start.
+    /// message says what to do), AF_XDP asked for and unavailable
+    /// ([`ShapeError::Xdp`], naming the fallback), a policy the tree or
+    /// classifier refuses, sizes out of range, or a thread that cannot start.
     pub fn start(cfg: &ShapeConfig, policy: LivePolicy<'_>) -> Result<Bump, ShapeError> {
         check(cfg)?;
+        let (mailbox, pool_slots) = sizes(policy.tree.capacity, cfg.batch);
         // Interfaces first: the errors an operator most likely meets.
-        let in_rx = open_queues(cfg)?;
-        let out_tx = TxRing::open(&cfg.output, &cfg.tx)?;
-        let out_rx = RxRing::open(&cfg.output, &cfg.rx)?;
-        let in_tx = TxRing::open(&cfg.input, &cfg.tx)?;
-
+        let opened = open_io(cfg, pool_slots)?;
         let mut registry = Registry::default();
         let (live, classifiers) = compile(policy, &mut registry, cfg.queues)?;
         let nodes = node_info(live.tree());
         let link_rate_bps = cfg.link_rate.for_policy(policy.tree);
-        let (mailbox, pool_slots) = sizes(policy.tree.capacity, cfg.batch);
-        let (mut fillers, mut to_sink, mut to_hook) = (Vec::new(), Vec::new(), Vec::new());
-        for _ in 0..cfg.queues {
-            let (filler, mut drainers) = frame_pool(pool_slots, cfg.slot_size, 2)?;
-            to_hook.push(drainers.pop().expect("two drainers"));
-            to_sink.push(drainers.pop().expect("two drainers"));
-            fillers.push(filler);
-        }
-        let pools = fillers.iter().map(Filler::watch).collect();
-        let (on_drop, hook_bad) = drop_hook(to_hook);
-        let sink = TxSink::new(out_tx, to_sink, cfg.tx_wait);
-        let egress_counters = Arc::clone(&sink.counters);
         if let Some(priority) = cfg.realtime {
             probe_realtime(priority)?;
         }
+        let (on_drop, hook_bad) = drop_hook(opened.hook);
+        let egress_counters = Arc::clone(opened.sink.counters());
         let dispatch = if cfg.inline_dispatch {
-            Dispatch::Inline(sink)
+            Dispatch::Inline(opened.sink)
         } else {
-            Dispatch::Threads(vec![sink])
+            Dispatch::Threads(vec![opened.sink])
         };
         let rt_cfg = runtime_config(cfg, link_rate_bps, mailbox);
         let rt = Pspat::start_with_drop_hook(rt_cfg, live, dispatch, Some(on_drop))?;
         let mut queues = Vec::with_capacity(cfg.queues);
-        let parts = in_rx.into_iter().zip(classifiers).zip(fillers);
-        for (q, ((rx, classifier), filler)) in parts.enumerate() {
+        for (q, (source, classifier)) in opened.sources.into_iter().zip(classifiers).enumerate() {
             let client = rt.client()?;
             queues.push(IngressThread::start(
-                cfg, q as u32, rx, classifier, filler, client,
+                cfg, q as u32, source, classifier, client,
             )?);
         }
-        let reverse = ReverseThread::start(cfg, out_rx, in_tx)?;
+        let reverse = ReverseThread::start(cfg, opened.reverse)?;
         let side = Side {
             input: cfg.input.clone(),
             output: cfg.output.clone(),
@@ -650,10 +787,20 @@ impl Bump {
             reverse_waker: reverse.waker,
             reverse_counters: reverse.counters,
             egress_counters,
-            pools,
+            pools: opened.pools,
             hook_bad,
+            io: opened.report,
+            #[cfg(eiffel_xdp)]
+            _xdp: opened.guard,
         };
         Ok(Bump { side, rt })
+    }
+
+    /// The packet I/O this bump uses (and why AF_XDP was not, if it was the
+    /// default and failed).
+    #[must_use]
+    pub fn io(&self) -> &IoReport {
+        &self.side.io
     }
 
     /// Reads the tree on the arbiter.

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use eiffel_pspat::{LiveStats, Report};
 use eiffel_sched::{Backlog, Counters, DropReason, PolicyTree, Scheduler};
 
-use super::egress::TxSink;
+use super::egress::Egress;
 use super::latency::{LatencyHistograms, LATENCY_BUCKETS};
 use super::live::LiveTree;
 use super::stats::{
@@ -207,7 +207,7 @@ fn scheduler_stats(
     policy: &PolicyState,
     sample: &TreeSample,
     live: LiveStats,
-    last: Option<&Report<LiveTree, TxSink>>,
+    last: Option<&Report<LiveTree, Egress>>,
 ) -> SchedulerStats {
     let mut drops = BTreeMap::new();
     let (received, released, dropped) = match last {
@@ -253,7 +253,7 @@ impl Side {
         &self,
         sample: &TreeSample,
         live: LiveStats,
-        last: Option<&Report<LiveTree, TxSink>>,
+        last: Option<&Report<LiveTree, Egress>>,
     ) -> Snapshot {
         let policy = lock(&self.policy);
         let rates = lock(&self.rates);
@@ -296,6 +296,7 @@ impl Side {
             pool,
             reloads: policy.reloads.clone(),
             accounting,
+            io: self.io.to_string(),
         }
     }
 }

@@ -62,6 +62,10 @@ pub struct Snapshot {
     pub reloads: ReloadStats,
     /// The scheduled direction's balance sheet.
     pub accounting: Accounting,
+    /// The packet I/O, as `eiffel shape` prints it at start (`af_xdp: m0 native
+    /// XDP, ...`, or `af_packet`, with the reason when AF_XDP was not available).
+    #[serde(default)]
+    pub io: String,
 }
 
 /// One policy-tree node.

@@ -15,6 +15,8 @@
 
 pub(crate) mod frames;
 pub(crate) mod ring;
+#[cfg(eiffel_xdp)]
+pub(crate) mod xsk;
 
 use std::io;
 use std::mem::size_of;
@@ -273,4 +275,43 @@ pub(crate) fn ethtool_flag(fd: BorrowedFd<'_>, name: &str, cmd: u32) -> io::Resu
     // both live, writable and correctly sized, across the call.
     cvt(unsafe { libc::ioctl(fd.as_raw_fd(), libc::SIOCETHTOOL, &mut req) })?;
     Ok(value.data)
+}
+
+/// `struct ethtool_channels` of `<linux/ethtool.h>`.
+#[cfg_attr(not(eiffel_xdp), allow(dead_code))]
+#[repr(C)]
+#[derive(Default)]
+struct EthtoolChannels {
+    cmd: u32,
+    max_rx: u32,
+    max_tx: u32,
+    max_other: u32,
+    max_combined: u32,
+    rx_count: u32,
+    tx_count: u32,
+    other_count: u32,
+    combined_count: u32,
+}
+
+#[cfg_attr(not(eiffel_xdp), allow(dead_code))]
+const ETHTOOL_GCHANNELS: u32 = 0x3c;
+
+/// The receive queues of interface `name` (`ETHTOOL_GCHANNELS`: receive-only plus
+/// combined channels), or 1 when the driver does not report channels.
+#[cfg_attr(not(eiffel_xdp), allow(dead_code))]
+pub(crate) fn rx_queues(fd: BorrowedFd<'_>, name: &str) -> io::Result<u32> {
+    let mut req = ifreq(name)?;
+    let mut ch = EthtoolChannels {
+        cmd: ETHTOOL_GCHANNELS,
+        ..EthtoolChannels::default()
+    };
+    req.ifr_ifru.ifru_data = (&mut ch as *mut EthtoolChannels).cast();
+    // SAFETY: SIOCETHTOOL reads the name from `req` and the command from the
+    // `ethtool_channels` its data pointer names, and fills that struct; both live,
+    // writable and correctly sized, across the call.
+    match cvt(unsafe { libc::ioctl(fd.as_raw_fd(), libc::SIOCETHTOOL, &mut req) }) {
+        Ok(_) => Ok((ch.rx_count + ch.combined_count).max(1)),
+        Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => Ok(1),
+        Err(e) => Err(e),
+    }
 }
