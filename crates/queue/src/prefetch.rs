@@ -8,9 +8,18 @@
 //! caches), it does nothing.
 
 /// Asks the CPU to bring the cache line holding `value` into every cache level.
+///
+/// Public so that users of the queues (the policy tree's burst enqueue) hint
+/// their own structures through this one `unsafe` block.
+///
+/// ```
+/// let v = [1u64, 2, 3];
+/// eiffel_queue::prefetch(&v[2]);
+/// assert_eq!(v, [1, 2, 3]);
+/// ```
 #[inline(always)]
 #[allow(unsafe_code)]
-pub(crate) fn prefetch<T>(value: &T) {
+pub fn prefetch<T>(value: &T) {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     // SAFETY: `_mm_prefetch` needs SSE, part of the x86-64 baseline, and only
     // hints the cache: it never faults and reads or writes nothing the program

@@ -57,7 +57,10 @@ mod view;
 
 use crate::packet::{ClassId, Nanos, Packet};
 use crate::pool::PacketPool;
-use crate::scheduler::{Backlog, ConfigError, Counters, DropReason, Dropped, Scheduler};
+use crate::scheduler::{
+    Backlog, ConfigError, Counters, DropCounts, DropReason, Dropped, Scheduler,
+};
+use eiffel_queue::Handle;
 
 pub use cq::{b_wfi_bound, fairness_bound};
 pub use discipline::{
@@ -99,6 +102,12 @@ pub struct PolicyTree {
     quiet: Vec<bool>,
     counters: Counters,
     backlog: Backlog,
+    /// Per node: the packets dropped in its subtree, by reason (cold: only
+    /// drops touch it).
+    drops: Vec<DropCounts>,
+    /// Per node, while it is throttled: its shaper entry and the release time
+    /// it was filed for.
+    filed: Vec<Option<(Handle, Nanos)>>,
 }
 
 /// Whether a limit holds a unit back at `now`, given the shaper's precision
@@ -246,16 +255,15 @@ impl PolicyTree {
     /// (beyond the shaper's precision) or by a discipline holding all its units
     /// back (the policer's future days); `None` if nothing holds it. A held node
     /// is released strictly after `now + slack`, in a future slot of the shaper.
+    #[inline]
     fn hold(&self, n: u32, now: Nanos) -> Option<Nanos> {
-        let limit = self.nodes[n as usize]
-            .limit
-            .as_ref()
-            .filter(|g| !g.conforms(now.saturating_add(self.slack)))
-            .map(Gcra::release_time);
-        let discipline = self.nodes[n as usize]
-            .kind
-            .sched()
-            .and_then(|s| s.hold(now));
+        let node = &self.nodes[n as usize];
+        let limit = (node.limited && !node.limit.conforms(now.saturating_add(self.slack)))
+            .then(|| node.limit.release_time());
+        if !node.holds {
+            return limit;
+        }
+        let discipline = node.kind.sched().and_then(|s| s.hold(now));
         match (limit, discipline) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
@@ -272,9 +280,8 @@ impl PolicyTree {
                 flow: UNIT_NODE,
             },
         );
-        let node = &mut self.nodes[n as usize];
-        node.throttled = true;
-        node.filed = Some((handle, at));
+        self.nodes[n as usize].throttled = true;
+        self.filed[n as usize] = Some((handle, at));
     }
 
     /// Throttled node `n` got a new unit: a discipline that held it back may now
@@ -285,20 +292,19 @@ impl PolicyTree {
         if self.spec.nodes[n as usize].discipline.is_work_conserving() {
             return true;
         }
-        let Some((handle, at)) = self.nodes[n as usize].filed else {
+        let Some((handle, at)) = self.filed[n as usize] else {
             return true;
         };
         match self.hold(n, now) {
             None => {
                 self.shaper.withdraw(handle);
-                let node = &mut self.nodes[n as usize];
-                node.throttled = false;
-                node.filed = None;
+                self.nodes[n as usize].throttled = false;
+                self.filed[n as usize] = None;
                 false
             }
             Some(sooner) if sooner < at => {
                 self.shaper.reschedule(handle, sooner);
-                self.nodes[n as usize].filed = Some((handle, sooner));
+                self.filed[n as usize] = Some((handle, sooner));
                 true
             }
             Some(_) => true,
@@ -385,9 +391,8 @@ impl PolicyTree {
         while let Some(t) = self.shaper.pop_due(now) {
             let n = t.node;
             if t.flow == UNIT_NODE {
-                let node = &mut self.nodes[n as usize];
-                node.throttled = false;
-                node.filed = None;
+                self.nodes[n as usize].throttled = false;
+                self.filed[n as usize] = None;
                 if let Some(at) = self.hold(n, now) {
                     // Filed beyond the horizon, released early: file it again.
                     self.throttle_node(n, now, at);
@@ -422,26 +427,27 @@ impl PolicyTree {
         }
     }
 
-    /// Counts `pkt` as offered to every node from `leaf` to the root and, if
-    /// `reason` is given, as dropped there.
-    fn account_path(&mut self, leaf: u32, pkt: &Packet, reason: Option<DropReason>) {
+    /// Counts `pkt` as queued in every node from `leaf` to the root.
+    #[inline]
+    fn account_path(&mut self, leaf: u32, pkt: &Packet) {
         let mut cur = leaf;
         while cur != NONE {
             let node = &mut self.nodes[cur as usize];
-            node.counters.on_enqueue(pkt.len);
-            match reason {
-                Some(r) => node.counters.on_drop(r, pkt.len),
-                None => {
-                    node.backlog.packets += 1;
-                    node.backlog.bytes += u64::from(pkt.len);
-                }
-            }
+            node.backlog.packets += 1;
+            node.backlog.bytes += u64::from(pkt.len);
             cur = node.parent;
         }
     }
 
+    /// Counts `pkt` as dropped for `reason` in every node from `leaf` to the root.
+    #[cold]
     fn refuse(&mut self, leaf: u32, pkt: Packet, reason: DropReason) -> Dropped {
-        self.account_path(leaf, &pkt, Some(reason));
+        let mut cur = leaf;
+        while cur != NONE {
+            self.drops[cur as usize].packets[reason.index()] += 1;
+            self.drops[cur as usize].bytes[reason.index()] += u64::from(pkt.len);
+            cur = self.nodes[cur as usize].parent;
+        }
         self.counters.drop_packet(pkt, reason)
     }
 }
@@ -517,7 +523,7 @@ impl Scheduler for PolicyTree {
             }
             Kind::Internal { .. } => unreachable!("checked to be a leaf"),
         }
-        self.account_path(leaf, &pkt, None);
+        self.account_path(leaf, &pkt);
         self.backlog.packets += 1;
         self.backlog.bytes += u64::from(pkt.len);
         self.propagate(leaf, &pkt, now);
@@ -580,11 +586,12 @@ impl Scheduler for PolicyTree {
         let mut below: (u32, Option<Packet>) = (NONE, None);
         loop {
             let node = &mut self.nodes[c as usize];
-            node.counters.on_dequeue(pkt.len);
+            node.sent.packets += 1;
+            node.sent.bytes += u64::from(pkt.len);
             node.backlog.packets -= 1;
             node.backlog.bytes -= u64::from(pkt.len);
-            if let Some(g) = &mut node.limit {
-                g.on_send(now, pkt.len);
+            if node.limited {
+                node.limit.on_send(now, pkt.len);
             }
             let parent = node.parent;
             if parent == NONE {
