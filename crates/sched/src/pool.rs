@@ -226,6 +226,33 @@ impl PacketPool {
         (fifo.head != NIL).then(|| &self.slots[fifo.head as usize].pkt)
     }
 
+    /// The slot of the head of `fifo`: a reference to the packet that does not
+    /// borrow the pool (read it with [`PacketPool::at`]).
+    #[must_use]
+    #[inline]
+    pub fn front_slot(&self, fifo: &Fifo) -> Option<u32> {
+        (fifo.head != NIL).then_some(fifo.head)
+    }
+
+    /// The packet in slot `slot`, as [`PacketPool::front_slot`] named it.
+    ///
+    /// # Panics
+    /// If `slot` is not a slot of this pool.
+    #[must_use]
+    #[inline]
+    pub fn at(&self, slot: u32) -> &Packet {
+        &self.slots[slot as usize].pkt
+    }
+
+    /// Hints the CPU to fetch the tail slot of `fifo`, which the next
+    /// [`PacketPool::push_back`] on it links from.
+    #[inline]
+    pub fn prefetch_tail(&self, fifo: &Fifo) {
+        if let Some(slot) = self.slots.get(fifo.tail as usize) {
+            eiffel_queue::prefetch(slot);
+        }
+    }
+
     /// The head of `fifo`, mutably (to update rank annotations in place).
     #[inline]
     pub fn front_mut(&mut self, fifo: &Fifo) -> Option<&mut Packet> {

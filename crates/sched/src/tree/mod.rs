@@ -40,6 +40,7 @@
 //! at that time returns `None` and `next_ready` then names the next release.
 
 mod build;
+mod burst;
 mod cq;
 mod discipline;
 mod footprint;
@@ -108,6 +109,16 @@ pub struct PolicyTree {
     /// Per node, while it is throttled: its shaper entry and the release time
     /// it was filed for.
     filed: Vec<Option<(Handle, Nanos)>>,
+}
+
+/// The discipline of internal node `n` (a function of the nodes alone, so that
+/// the pool may be borrowed beside it).
+#[inline]
+fn sched_of(nodes: &mut [Node], n: u32) -> &mut NodeSched {
+    match nodes[n as usize].kind.sched_mut() {
+        Some(s) => s,
+        None => unreachable!("a FIFO leaf has no units"),
+    }
 }
 
 /// Whether a limit holds a unit back at `now`, given the shaper's precision
@@ -214,15 +225,18 @@ impl PolicyTree {
         }
     }
 
-    /// The packet node `n` would send next.
-    fn head_of(&mut self, n: u32, now: Nanos) -> Option<Packet> {
+    /// The pool slot of the packet node `n` would send next.
+    // NB: a slot, not the packet: a descriptor is 56 bytes, and passing copies
+    // of it up the tree at every level of a dequeue cost more instructions
+    // than the levels' disciplines.
+    fn head_of(&mut self, n: u32, now: Nanos) -> Option<u32> {
         let mut n = n;
         loop {
             match &mut self.nodes[n as usize].kind {
-                Kind::Leaf { fifo } => return self.pool.front(fifo).copied(),
+                Kind::Leaf { fifo } => return self.pool.front_slot(fifo),
                 Kind::Flows(fl) => {
                     let f = fl.sched.peek(now)?;
-                    return self.pool.front(&fl.flows[f as usize].fifo).copied();
+                    return self.pool.front_slot(&fl.flows[f as usize].fifo);
                 }
                 Kind::Internal { children, sched } => {
                     let u = sched.peek(now)?;
@@ -232,11 +246,12 @@ impl PolicyTree {
         }
     }
 
-    /// The packet node `n` would send next, given that its child `below.0` (if
-    /// any) would send `below.1`: when `n` picks that child again, as it mostly
-    /// does after serving it, no descent is needed.
+    /// The slot of the packet node `n` would send next, given that its child
+    /// `below.0` (if any) would send the one in slot `below.1`: when `n` picks
+    /// that child again, as it mostly does after serving it, no descent is
+    /// needed.
     #[inline]
-    fn head_after(&mut self, n: u32, below: (u32, Option<Packet>), now: Nanos) -> Option<Packet> {
+    fn head_after(&mut self, n: u32, below: (u32, Option<u32>), now: Nanos) -> Option<u32> {
         let (child, child_head) = below;
         if child != NONE && child_head.is_some() {
             if let Kind::Internal { children, sched } = &mut self.nodes[n as usize].kind {
@@ -336,7 +351,8 @@ impl PolicyTree {
                     return;
                 }
                 let head = self.head_of(cur, now).expect("an active node has a head");
-                self.sched_mut(parent).on_enqueue(slot, trigger, &head, now);
+                let head = self.pool.at(head);
+                sched_of(&mut self.nodes, parent).on_enqueue(slot, trigger, head, now);
             } else {
                 if !self.has_head(cur) {
                     return;
@@ -348,7 +364,8 @@ impl PolicyTree {
                 let head = self
                     .head_of(cur, now)
                     .expect("a node that may send has a head");
-                self.sched_mut(parent).activate(slot, &head, now);
+                let head = self.pool.at(head);
+                sched_of(&mut self.nodes, parent).activate(slot, head, now);
                 self.nodes[cur as usize].active = true;
             }
             cur = parent;
@@ -379,13 +396,6 @@ impl PolicyTree {
         }
     }
 
-    fn sched_mut(&mut self, n: u32) -> &mut NodeSched {
-        match self.nodes[n as usize].kind.sched_mut() {
-            Some(s) => s,
-            None => unreachable!("a FIFO leaf has no units"),
-        }
-    }
-
     /// Releases every throttled unit whose time has come.
     fn release_due(&mut self, now: Nanos) {
         while let Some(t) = self.shaper.pop_due(now) {
@@ -399,6 +409,7 @@ impl PolicyTree {
                     continue;
                 }
                 if let Some(head) = self.head_of(n, now) {
+                    let head = *self.pool.at(head);
                     self.propagate(n, &head, now);
                 }
             } else {
@@ -582,8 +593,9 @@ impl Scheduler for PolicyTree {
         // Unwind: each node on the path sent `pkt`; its parent re-ranks it, or drops
         // it from its queue when it is empty or throttled.
         let mut c = n;
-        // The child unwound last and its next packet: often its parent's next too.
-        let mut below: (u32, Option<Packet>) = (NONE, None);
+        // The child unwound last and its next packet's slot: often its parent's
+        // next too.
+        let mut below: (u32, Option<u32>) = (NONE, None);
         loop {
             let node = &mut self.nodes[c as usize];
             node.sent.packets += 1;
@@ -613,8 +625,8 @@ impl Scheduler for PolicyTree {
             };
             below = (c, next);
             self.nodes[c as usize].active = next.is_some();
-            self.sched_mut(parent)
-                .served(slot, &pkt, next.as_ref(), now);
+            let next = next.map(|i| self.pool.at(i));
+            sched_of(&mut self.nodes, parent).served(slot, &pkt, next, now);
             c = parent;
         }
         self.counters.on_dequeue(pkt.len);

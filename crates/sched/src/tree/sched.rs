@@ -12,7 +12,7 @@
 //! goes next; repeatable), `served` (the selected unit sent a packet; it stays with
 //! its next head or leaves), and `is_active`.
 
-use eiffel_queue::{AnyQueue, Handle, PriorityQueue, QueueKind};
+use eiffel_queue::{prefetch, AnyQueue, Handle, PriorityQueue, QueueKind};
 
 use super::cq::CalendarSched;
 use super::discipline::FairQueue;
@@ -242,6 +242,37 @@ impl NodeSched {
             NodeSched::Hclock(h) => &mut h.units,
             NodeSched::Core(_, units) => units,
             NodeSched::Calendar(c) => &mut c.units,
+        }
+    }
+
+    /// Hints the CPU to fetch the discipline's state and unit `u`'s (see
+    /// [`PolicyTree::enqueue_burst`](super::PolicyTree::enqueue_burst)).
+    #[inline]
+    pub(crate) fn prefetch_unit(&self, u: u32) {
+        prefetch(self);
+        let u = u as usize;
+        match self {
+            NodeSched::Ranked(r) => {
+                if let (Some(unit), Some(h)) = (r.units.get(u), r.handles.get(u)) {
+                    prefetch(unit);
+                    prefetch(h);
+                }
+            }
+            NodeSched::Hclock(h) => {
+                if let Some(unit) = h.units.get(u) {
+                    prefetch(unit);
+                }
+            }
+            NodeSched::Core(_, units) => {
+                if let Some(unit) = units.get(u) {
+                    prefetch(unit);
+                }
+            }
+            NodeSched::Calendar(c) => {
+                if let Some(unit) = c.units.get(u) {
+                    prefetch(unit);
+                }
+            }
         }
     }
 
