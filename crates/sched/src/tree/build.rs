@@ -236,6 +236,8 @@ impl PolicyTree {
             slack,
             policed,
             quiet: Vec::new(),
+            pure: Vec::new(),
+            ahead: NONE,
             shaper,
             nodes,
             plans,
@@ -247,6 +249,7 @@ impl PolicyTree {
             spec,
         };
         tree.quiet = tree.quiet_nodes();
+        tree.pure = tree.pure_nodes();
         Ok(tree)
     }
 }

@@ -118,3 +118,108 @@ impl PolicyTree {
 /// How many packets ahead the first stage runs (one stage per packet of
 /// distance after it).
 const LEAF_AHEAD: usize = 3;
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::super::{NodeSpec, RateLimit, TreeSpec};
+    use super::*;
+    use crate::time::Rate;
+    use crate::tree::Discipline;
+
+    /// rte_sched's shape in small: DRR over two subports, DRR over their pipes
+    /// (some rate-limited), strict priority over three classes, the last a DRR
+    /// over two queues; every node of it selects purely.
+    fn hqos_like() -> (TreeSpec, Vec<u32>) {
+        let mut spec = TreeSpec::new(64);
+        let mut port = NodeSpec::new("port", None);
+        port.discipline = Discipline::DRR;
+        let port = spec.add(port);
+        let mut leaves = Vec::new();
+        for s in 0..2 {
+            let mut sub = NodeSpec::new(&format!("s{s}"), Some(port));
+            sub.discipline = Discipline::DRR;
+            let sub = spec.add(sub);
+            for p in 0..3 {
+                let mut pipe = NodeSpec::new(&format!("s{s}p{p}"), Some(sub));
+                pipe.discipline = Discipline::STRICT;
+                pipe.weight = 1 + p;
+                if p == 1 {
+                    pipe.limit = Some(RateLimit {
+                        rate: Rate::from_mbps(200),
+                        burst: 3_000,
+                    });
+                }
+                let pipe = spec.add(pipe);
+                for c in 0..2 {
+                    let mut class = NodeSpec::new(&format!("s{s}p{p}c{c}"), Some(pipe));
+                    class.priority = c;
+                    class.capacity = Some(6);
+                    leaves.push(spec.add(class) as u32);
+                }
+                let mut be = NodeSpec::new(&format!("s{s}p{p}be"), Some(pipe));
+                be.discipline = Discipline::DRR;
+                be.priority = 2;
+                let be = spec.add(be);
+                for q in 0..2 {
+                    let mut queue = NodeSpec::new(&format!("s{s}p{p}be{q}"), Some(be));
+                    queue.weight = 1 + q;
+                    leaves.push(spec.add(queue) as u32);
+                }
+            }
+        }
+        (spec, leaves)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+        /// A burst enqueue is its packets one by one, and a dequeue that goes
+        /// straight to the remembered leaf takes the packet a descent from the
+        /// root would: the same departures, drops and state as a twin tree
+        /// enqueueing one by one and forgetting the path before every dequeue.
+        #[test]
+        fn bursts_and_remembered_paths_change_nothing(
+            steps in proptest::collection::vec(
+                (proptest::collection::vec((any::<u32>(), 64u32..1500), 0..12), 0usize..12, 0u64..20_000),
+                1..80,
+            )
+        ) {
+            let (spec, leaves) = hqos_like();
+            let mut fast = PolicyTree::new(spec.clone()).unwrap();
+            let mut slow = PolicyTree::new(spec).unwrap();
+            let (mut now, mut seq) = (0u64, 0u32);
+            for (arrivals, dequeues, dt) in steps {
+                now += dt;
+                let burst: Vec<Packet> = arrivals
+                    .iter()
+                    .map(|&(x, len)| {
+                        seq += 1;
+                        Packet::new(x % 4, len)
+                            .class(leaves[x as usize % leaves.len()])
+                            .buffer(seq)
+                    })
+                    .collect();
+                let mut fast_drops = Vec::new();
+                let queued = fast.enqueue_burst(&burst, now, |d| fast_drops.push(d));
+                let mut slow_drops = Vec::new();
+                for &p in &burst {
+                    if let Err(d) = slow.enqueue(p, now) {
+                        slow_drops.push(d);
+                    }
+                }
+                prop_assert_eq!(queued, burst.len() - slow_drops.len());
+                prop_assert_eq!(&fast_drops, &slow_drops);
+                for _ in 0..dequeues {
+                    slow.ahead = NONE;
+                    let (a, b) = (fast.dequeue(now), slow.dequeue(now));
+                    prop_assert_eq!(a, b);
+                }
+                fast.check_invariants();
+                slow.check_invariants();
+            }
+            prop_assert_eq!(fast.backlog(), slow.backlog());
+        }
+    }
+}

@@ -312,6 +312,12 @@ impl NodeSched {
         }
     }
 
+    /// Whether `select` is `peek`: no side effect, no dependence on `now`
+    /// (ranked nodes and fair-queueing cores, whose `peek` is repeatable).
+    pub(crate) fn selects_purely(&self) -> bool {
+        matches!(self, NodeSched::Ranked(_) | NodeSched::Core(..))
+    }
+
     #[inline]
     pub(crate) fn activate(&mut self, u: u32, head: &Packet, now: Nanos) {
         match self {
