@@ -238,6 +238,7 @@ impl PolicyTree {
             quiet: Vec::new(),
             pure: Vec::new(),
             ahead: NONE,
+            prefetching: super::burst::prefetches(spec.nodes.len()),
             shaper,
             nodes,
             plans,

@@ -2,30 +2,49 @@
 //! overlapped with the work on this one: DPDK `rte_sched`'s enqueue pipeline,
 //! applied to the policy tree.
 //!
-//! A tree larger than the cache (64K queues of `eiffel bench hqos`: tens of MB
-//! of nodes) spends an enqueue waiting for memory: the packet's leaf, the
-//! pool slot its FIFO links from, the leaf's parent and the parent's
-//! discipline, each named by the one before, so each miss waits for the last.
-//! With the whole burst in hand the tree asks for them ahead, one level per
-//! packet of distance: the leaf of the packet three ahead, the parent and the
-//! FIFO's tail slot of the packet two ahead (their addresses are in the leaf,
-//! fetched a packet ago), and the parent's discipline and the unit's state at
-//! it of the next packet. Then it enqueues the packet exactly as
+//! A tree larger than the cache (64K queues of `eiffel bench hqos`: about 10
+//! MB of nodes, 4 MB of packet slots) spends an enqueue waiting for memory:
+//! the packet's leaf, the pool slot its FIFO links from, the leaf's parent,
+//! the parent's discipline and the unit's state in it, each named by the one
+//! before, so each miss waits for the last. With the whole burst in hand the
+//! tree asks for them ahead in four stages, [`STAGE_GAP`] packets apart: the
+//! leaf; its FIFO's tail slot and its parent (their addresses are in the
+//! leaf, fetched a stage ago); the parent's discipline; the unit's state in
+//! it. A packet is enqueued a stage after its last prefetch, exactly as
 //! [`Scheduler::enqueue`] does, so a burst is the same as its packets one by
 //! one: prefetches are hints and change nothing but timing.
+//!
+//! A tree that fits in the cache gains nothing from the hints and pays their
+//! instructions (a tenth of an enqueue at 1K queues), so only trees whose
+//! nodes exceed [`PREFETCH_ABOVE`] bytes issue them.
 
-use eiffel_queue::prefetch;
+use eiffel_queue::{prefetch, prefetch_lines};
 
-use super::node::{Kind, NONE};
+use super::node::{Kind, Node, NONE};
 use super::PolicyTree;
 use crate::packet::{Nanos, Packet};
 use crate::scheduler::{Dropped, Scheduler};
 
+/// Packets between two stages of one packet's prefetches: enough work (about
+/// two enqueues) to cover a miss to memory.
+pub(super) const STAGE_GAP: usize = 2;
+
+/// Stages of prefetches before a packet is enqueued.
+const STAGES: usize = 4;
+
+/// Node bytes above which a tree prefetches: twice a core's 2 MB L2 cache.
+pub(super) const PREFETCH_ABOVE: usize = 4 << 20;
+
+/// Whether a tree of `nodes` nodes prefetches in bursts.
+pub(super) fn prefetches(nodes: usize) -> bool {
+    nodes.saturating_mul(core::mem::size_of::<Node>()) > PREFETCH_ABOVE
+}
+
 impl PolicyTree {
     /// Enqueues `pkts` in order at `now`, as many calls of
     /// [`Scheduler::enqueue`] would, prefetching the tree's state for the
-    /// packets ahead (see the [module docs](self)). Each packet refused is
-    /// handed to `dropped`; returns how many were queued.
+    /// packets ahead in a large tree (see the [module docs](self)). Each
+    /// packet refused is handed to `dropped`; returns how many were queued.
     ///
     /// ```
     /// use eiffel_sched::tree::{NodeSpec, TreeSpec};
@@ -46,32 +65,48 @@ impl PolicyTree {
         now: Nanos,
         mut dropped: impl FnMut(Dropped),
     ) -> usize {
-        for p in pkts.iter().take(LEAF_AHEAD) {
-            self.prefetch_leaf(p);
-        }
-        for p in pkts.iter().take(LEAF_AHEAD - 1) {
-            self.prefetch_parent(p);
-        }
         let mut queued = 0;
-        for (i, pkt) in pkts.iter().enumerate() {
-            if let Some(p) = pkts.get(i + LEAF_AHEAD) {
+        let mut offer = |tree: &mut PolicyTree, pkt: &Packet| match tree.enqueue(*pkt, now) {
+            Ok(()) => queued += 1,
+            Err(d) => dropped(d),
+        };
+        if !self.prefetching {
+            for pkt in pkts {
+                offer(self, pkt);
+            }
+            return queued;
+        }
+        // Step `k` runs stage `s` for packet `k - s * STAGE_GAP`, and enqueues
+        // packet `k - STAGES * STAGE_GAP`.
+        for k in 0..pkts.len() + STAGES * STAGE_GAP {
+            let at = |s: usize| k.checked_sub(s * STAGE_GAP).and_then(|i| pkts.get(i));
+            if let Some(p) = at(0) {
                 self.prefetch_leaf(p);
             }
-            if let Some(p) = pkts.get(i + LEAF_AHEAD - 1) {
+            if let Some(p) = at(1) {
                 self.prefetch_parent(p);
             }
-            if let Some(p) = pkts.get(i + 1) {
+            if let Some(p) = at(2) {
                 self.prefetch_discipline(p);
             }
-            match self.enqueue(*pkt, now) {
-                Ok(()) => queued += 1,
-                Err(d) => dropped(d),
+            if let Some(p) = at(3) {
+                self.prefetch_unit(p);
+            }
+            if let Some(p) = at(STAGES) {
+                offer(self, p);
             }
         }
         queued
     }
 
-    /// First stage: the leaf `pkt` names (its first line: links, FIFO, kind).
+    /// The leaf `pkt` names, if it is one, and its parent.
+    #[inline]
+    fn leaf_of(&self, pkt: &Packet) -> Option<(&Node, u32)> {
+        let leaf = self.nodes.get(pkt.class as usize)?;
+        (!leaf.kind.is_internal() && leaf.parent != NONE).then_some((leaf, leaf.parent))
+    }
+
+    /// Stage 1: the leaf `pkt` names (its first line: links, FIFO, kind).
     #[inline]
     fn prefetch_leaf(&self, pkt: &Packet) {
         if let Some(leaf) = self.nodes.get(pkt.class as usize) {
@@ -79,11 +114,11 @@ impl PolicyTree {
         }
     }
 
-    /// Second stage: the pool slot the leaf's FIFO links from and the leaf's
+    /// Stage 2: the pool slot the leaf's FIFO links from, and the leaf's
     /// parent.
     #[inline]
     fn prefetch_parent(&self, pkt: &Packet) {
-        let Some(leaf) = self.nodes.get(pkt.class as usize) else {
+        let Some((leaf, parent)) = self.leaf_of(pkt) else {
             return;
         };
         match &leaf.kind {
@@ -93,31 +128,37 @@ impl PolicyTree {
                     prefetch(flow);
                 }
             }
-            Kind::Internal { .. } => return,
+            Kind::Internal { .. } => {}
         }
-        if leaf.parent != NONE {
-            prefetch(&self.nodes[leaf.parent as usize]);
+        prefetch(&self.nodes[parent as usize]);
+    }
+
+    /// Stage 3: the parent's discipline.
+    #[inline]
+    fn prefetch_discipline(&self, pkt: &Packet) {
+        let Some((_, parent)) = self.leaf_of(pkt) else {
+            return;
+        };
+        if let Kind::Internal { sched, .. } = &self.nodes[parent as usize].kind {
+            prefetch_lines(&**sched, DISCIPLINE_LINES);
         }
     }
 
-    /// Third stage: the parent's discipline and the leaf's unit state at it.
+    /// Stage 4: the leaf's state as a unit of its parent's discipline.
     #[inline]
-    fn prefetch_discipline(&self, pkt: &Packet) {
-        let Some(leaf) = self.nodes.get(pkt.class as usize) else {
+    fn prefetch_unit(&self, pkt: &Packet) {
+        let Some((leaf, parent)) = self.leaf_of(pkt) else {
             return;
         };
-        if leaf.parent == NONE || leaf.kind.is_internal() {
-            return;
-        }
-        if let Kind::Internal { sched, .. } = &self.nodes[leaf.parent as usize].kind {
+        if let Kind::Internal { sched, .. } = &self.nodes[parent as usize].kind {
             sched.prefetch_unit(leaf.slot);
         }
     }
 }
 
-/// How many packets ahead the first stage runs (one stage per packet of
-/// distance after it).
-const LEAF_AHEAD: usize = 3;
+/// Lines of a discipline prefetched: a ranked node's unit tables and the
+/// first part of its queue (the whole of a one-word `ffs` queue).
+const DISCIPLINE_LINES: usize = 5;
 
 #[cfg(test)]
 mod tests {
@@ -175,7 +216,7 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
-        /// A burst enqueue is its packets one by one, and a dequeue that goes
+        /// A burst enqueue (prefetching) is its packets one by one, and a dequeue that goes
         /// straight to the remembered leaf takes the packet a descent from the
         /// root would: the same departures, drops and state as a twin tree
         /// enqueueing one by one and forgetting the path before every dequeue.
@@ -188,6 +229,8 @@ mod tests {
         ) {
             let (spec, leaves) = hqos_like();
             let mut fast = PolicyTree::new(spec.clone()).unwrap();
+            // Small as it is, the tree runs the prefetch pipeline.
+            fast.prefetching = true;
             let mut slow = PolicyTree::new(spec).unwrap();
             let (mut now, mut seq) = (0u64, 0u32);
             for (arrivals, dequeues, dt) in steps {

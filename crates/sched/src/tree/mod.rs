@@ -71,7 +71,7 @@ pub use discipline::{
 pub use footprint::{Allocation, Footprint, Part};
 use node::{Kind, Node, NONE};
 pub use program::{Field, Op, Program, ProgramError, RankProgram, Var, MAX_STACK, MAX_STATE};
-use sched::NodeSched;
+use sched::{Next, NodeSched};
 pub use select::QueuePlan;
 pub use shaper::Gcra;
 use shaper::{Shaper, Throttled, UNIT_NODE};
@@ -110,6 +110,8 @@ pub struct PolicyTree {
     // NB: a burst of dequeues then descends to the leaf directly instead of
     // selecting at every level (`eiffel bench hqos`: 31 of 32 dequeues).
     ahead: u32,
+    /// Whether `enqueue_burst` prefetches (the nodes exceed the cache).
+    prefetching: bool,
     counters: Counters,
     backlog: Backlog,
     /// Per node: the packets dropped in its subtree, by reason (cold: only
@@ -118,6 +120,27 @@ pub struct PolicyTree {
     /// Per node, while it is throttled: its shaper entry and the release time
     /// it was filed for.
     filed: Vec<Option<(Handle, Nanos)>>,
+}
+
+/// A unit's next packet as the tree passes it up: its pool slot, its length
+/// and its leaf.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Head {
+    slot: u32,
+    len: u32,
+    leaf: u32,
+}
+
+impl Head {
+    /// The head of `fifo` of leaf `leaf`, in `pool`.
+    #[inline]
+    fn of(pool: &PacketPool, fifo: &crate::pool::Fifo, leaf: u32) -> Option<Head> {
+        Some(Head {
+            slot: pool.front_slot(fifo)?,
+            len: fifo.front_len(),
+            leaf,
+        })
+    }
 }
 
 /// The discipline of internal node `n` (a function of the nodes alone, so that
@@ -252,18 +275,20 @@ impl PolicyTree {
         }
     }
 
-    /// The pool slot of the packet node `n` would send next.
+    /// The packet node `n` would send next: its pool slot and its length.
     // NB: a slot, not the packet: a descriptor is 56 bytes, and passing copies
     // of it up the tree at every level of a dequeue cost more instructions
-    // than the levels' disciplines.
-    fn head_of(&mut self, n: u32, now: Nanos) -> Option<u32> {
+    // than the levels' disciplines. The length comes from the FIFO, in the
+    // leaf's first line: the fair-queueing cores need no more, and the packet
+    // itself (a cache miss in a large tree) is read when it leaves.
+    fn head_of(&mut self, n: u32, now: Nanos) -> Option<Head> {
         let mut n = n;
         loop {
             match &mut self.nodes[n as usize].kind {
-                Kind::Leaf { fifo } => return self.pool.front_slot(fifo),
+                Kind::Leaf { fifo } => return Head::of(&self.pool, fifo, n),
                 Kind::Flows(fl) => {
                     let f = fl.sched.peek(now)?;
-                    return self.pool.front_slot(&fl.flows[f as usize].fifo);
+                    return Head::of(&self.pool, &fl.flows[f as usize].fifo, n);
                 }
                 Kind::Internal { children, sched } => {
                     let u = sched.peek(now)?;
@@ -273,12 +298,11 @@ impl PolicyTree {
         }
     }
 
-    /// The slot of the packet node `n` would send next, given that its child
-    /// `below.0` (if any) would send the one in slot `below.1`: when `n` picks
-    /// that child again, as it mostly does after serving it, no descent is
-    /// needed.
+    /// The packet node `n` would send next, given that its child `below.0`
+    /// (if any) would send `below.1`: when `n` picks that child again, as it
+    /// mostly does after serving it, no descent is needed.
     #[inline]
-    fn head_after(&mut self, n: u32, below: (u32, Option<u32>), now: Nanos) -> Option<u32> {
+    fn head_after(&mut self, n: u32, below: (u32, Option<Head>), now: Nanos) -> Option<Head> {
         let (child, child_head) = below;
         if child != NONE && child_head.is_some() {
             if let Kind::Internal { children, sched } = &mut self.nodes[n as usize].kind {
@@ -297,7 +321,7 @@ impl PolicyTree {
     /// `None` if it has none or is now held (then it is filed in the shaper).
     /// `below` is the child that sent and its next packet (see `head_after`).
     #[inline]
-    fn next_head(&mut self, c: u32, below: (u32, Option<u32>), now: Nanos) -> Option<u32> {
+    fn next_head(&mut self, c: u32, below: (u32, Option<Head>), now: Nanos) -> Option<Head> {
         let node = &self.nodes[c as usize];
         if node.holds {
             if !self.has_head(c) {
@@ -410,7 +434,7 @@ impl PolicyTree {
                     return;
                 }
                 let head = self.head_of(cur, now).expect("an active node has a head");
-                let head = self.pool.at(head);
+                let head = self.pool.at(head.slot);
                 sched_of(&mut self.nodes, parent).on_enqueue(slot, trigger, head, now);
             } else {
                 if !self.has_head(cur) {
@@ -423,7 +447,7 @@ impl PolicyTree {
                 let head = self
                     .head_of(cur, now)
                     .expect("a node that may send has a head");
-                let head = self.pool.at(head);
+                let head = self.pool.at(head.slot);
                 sched_of(&mut self.nodes, parent).activate(slot, head, now);
                 self.nodes[cur as usize].active = true;
             }
@@ -469,7 +493,7 @@ impl PolicyTree {
                     continue;
                 }
                 if let Some(head) = self.head_of(n, now) {
-                    let head = *self.pool.at(head);
+                    let head = *self.pool.at(head.slot);
                     self.propagate(n, &head, now);
                 }
             } else {
@@ -637,7 +661,10 @@ impl Scheduler for PolicyTree {
                         fl.sched.units_mut()[f as usize].queued_min =
                             m.min(&flow.min).unwrap_or(u64::MAX);
                     }
-                    let mut next = self.pool.front(&flow.fifo).copied();
+                    let mut next = self.pool.front(&flow.fifo).map(|p| Next {
+                        pkt: p,
+                        len: flow.fifo.front_len(),
+                    });
                     if let Some(g) = &mut flow.gcra {
                         g.on_send(now, pkt.len);
                         if next.is_some() && !g.conforms(now.saturating_add(self.slack)) {
@@ -649,7 +676,7 @@ impl Scheduler for PolicyTree {
                             next = None;
                         }
                     }
-                    fl.sched.served(f, &pkt, next.as_ref(), now);
+                    fl.sched.served(f, &pkt, next, now);
                     break pkt;
                 }
             }
@@ -657,9 +684,9 @@ impl Scheduler for PolicyTree {
         // Unwind: each node on the path sent `pkt`; its parent re-ranks it, or drops
         // it from its queue when it is empty or throttled.
         let mut c = n;
-        // The child unwound last and its next packet's slot: often its parent's
-        // next too.
-        let mut below: (u32, Option<u32>) = (NONE, None);
+        // The child unwound last and its next packet: often its parent's next
+        // too.
+        let mut below: (u32, Option<Head>) = (NONE, None);
         loop {
             let node = &mut self.nodes[c as usize];
             node.sent.packets += 1;
@@ -674,16 +701,20 @@ impl Scheduler for PolicyTree {
             let next = self.next_head(c, below, now);
             if parent == NONE {
                 if let Some(head) = next {
-                    let leaf = self.pool.at(head).class;
-                    if self.pure[leaf as usize] {
-                        self.ahead = leaf;
+                    // The next dequeue takes this packet: fetch it meanwhile.
+                    eiffel_queue::prefetch(self.pool.at(head.slot));
+                    if self.pure[head.leaf as usize] {
+                        self.ahead = head.leaf;
                     }
                 }
                 break;
             }
             below = (c, next);
             self.nodes[c as usize].active = next.is_some();
-            let next = next.map(|i| self.pool.at(i));
+            let next = next.map(|h| Next {
+                pkt: self.pool.at(h.slot),
+                len: h.len,
+            });
             sched_of(&mut self.nodes, parent).served(slot, &pkt, next, now);
             c = parent;
         }
