@@ -93,8 +93,7 @@ impl Port {
             *slot = Packet::new(a.queue, a.len).class(self.leaves[a.queue as usize]);
         }
         let mut drops = 0;
-        self.tree
-            .enqueue_burst(&burst[..n], now, |_| drops += 1);
+        self.tree.enqueue_burst(&burst[..n], now, |_| drops += 1);
         self.drops += drops;
     }
 }

@@ -28,10 +28,27 @@
 //! O(d^2) with a small constant; trees are a few levels deep). Nothing is allocated
 //! after construction.
 //!
+//! Where the time goes in a large tree is memory, so the layout serves the packet
+//! path: a node is two cache lines (links, flags, backlog and the kind with its
+//! FIFO or discipline in the first, the rate limit and sent counts in the second;
+//! drop counts and shaper entries apart), a FIFO keeps its head's length so that a
+//! parent needs no packet to rank a child, heads travel up the tree as pool slots,
+//! and the shaper answers "nothing due" from one cached instant. A dequeue
+//! remembers the leaf the next one takes from when every discipline above it
+//! selects without side effects (ranked nodes and fair-queueing cores), so a run
+//! of dequeues descends to it directly; any other change forgets it.
+//! [`PolicyTree::enqueue_burst`] prefetches the path of the packets ahead in a
+//! tree larger than the cache.
+
 //! ## Accounting
-//! Every node counts the packets entering its subtree, leaving it, and dropped in
-//! it by reason; for every node `enqueued == dequeued + dropped + queued`, checked by
-//! [`PolicyTree::check_invariants`].
+//! Every node counts the packets (and bytes) queued in its subtree, leaving it,
+//! and dropped in it by reason; what entered it is their sum, so for every node
+//! `enqueued == dequeued + dropped + queued` ([`PolicyTree::node`]'s counters).
+//! [`PolicyTree::check_invariants`] checks the counts against each other: a
+//! leaf's queued packets against its FIFOs, an internal node's queued, sent and
+//! dropped packets and bytes against the sums over its children, and the root's
+//! arrivals and departures against the tree's own count of every packet offered
+//! and returned.
 //!
 //! ## Eligibility time
 //! [`Scheduler::next_ready`] is `now` when a packet can leave, otherwise the earliest
