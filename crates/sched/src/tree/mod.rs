@@ -334,11 +334,18 @@ impl PolicyTree {
         self.head_of(n, now)
     }
 
-    /// After node `c` sent a packet: the slot of the packet it sends next, or
-    /// `None` if it has none or is now held (then it is filed in the shaper).
-    /// `below` is the child that sent and its next packet (see `head_after`).
+    /// After node `c` sent a packet: the packet it sends next, or `None` if it
+    /// has none or is now held (then it is filed in the shaper). `below` is the
+    /// child that sent and its next packet (see `head_after`); `held` whether
+    /// its rate limit now holds it.
     #[inline]
-    fn next_head(&mut self, c: u32, below: (u32, Option<Head>), now: Nanos) -> Option<Head> {
+    fn next_head(
+        &mut self,
+        c: u32,
+        below: (u32, Option<Head>),
+        held: bool,
+        now: Nanos,
+    ) -> Option<Head> {
         let node = &self.nodes[c as usize];
         if node.holds {
             if !self.has_head(c) {
@@ -357,7 +364,7 @@ impl PolicyTree {
         if node.backlog.packets == 0 {
             return None;
         }
-        if node.limited && !node.limit.conforms(now.saturating_add(self.slack)) {
+        if held {
             let at = node.limit.release_time();
             self.throttle_node(c, now, at);
             return None;
@@ -710,12 +717,10 @@ impl Scheduler for PolicyTree {
             node.sent.bytes += u64::from(pkt.len);
             node.backlog.packets -= 1;
             node.backlog.bytes -= u64::from(pkt.len);
-            if node.limited {
-                node.limit.on_send(now, pkt.len);
-            }
+            let held = node.limited && node.limit.send_then_held(now, pkt.len, self.slack);
             let parent = node.parent;
             let slot = node.slot;
-            let next = self.next_head(c, below, now);
+            let next = self.next_head(c, below, held, now);
             if parent == NONE {
                 if let Some(head) = next {
                     // The next dequeue takes this packet: fetch it meanwhile.

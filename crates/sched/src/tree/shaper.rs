@@ -99,6 +99,17 @@ impl Gcra {
         self.tat = self.tat.max(on_time) + Rate::tx_ticks(u64::from(len));
     }
 
+    /// Accounts `len` bytes sent at `now` ([`Gcra::on_send`]) and tells
+    /// whether the unit is then held beyond `slack` (`!conforms(now + slack)`),
+    /// computing `now` in ticks once.
+    #[inline]
+    pub(crate) fn send_then_held(&mut self, now: Nanos, len: u32, slack: Nanos) -> bool {
+        let r = u128::from(self.rate.bps());
+        let t = self.rate.ticks(now);
+        self.tat = self.tat.max(t.saturating_sub(r - 1)) + Rate::tx_ticks(u64::from(len));
+        t + self.rate.ticks(slack) + self.tau < self.tat
+    }
+
     /// The configured rate.
     #[must_use]
     pub fn rate(&self) -> Rate {
@@ -290,6 +301,28 @@ mod tests {
             g.on_send(t, 64);
         }
         assert_eq!(g.release_time(), 5_120_000, "1M packets of 5.12 ns");
+    }
+
+    #[test]
+    fn send_then_held_is_on_send_then_conforms() {
+        let limit = RateLimit {
+            rate: Rate::from_bps(3_000_000_007),
+            burst: 4_000,
+        };
+        let (mut a, mut b) = (Gcra::new(limit, 1_500), Gcra::new(limit, 1_500));
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut now = 0u64;
+        for _ in 0..10_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            now += x % 3_000;
+            let (len, slack) = (64 + (x % 1_437) as u32, x % 50);
+            a.on_send(now, len);
+            let held = !a.conforms(now + slack);
+            assert_eq!(b.send_then_held(now, len, slack), held);
+            assert_eq!(a, b);
+        }
     }
 
     #[test]
