@@ -37,6 +37,10 @@ pub struct Fifo {
     head: u32,
     tail: u32,
     packets: u32,
+    /// Length of the head packet (0 when empty): what a parent discipline
+    /// reads of a FIFO's next packet, kept here so that it does not touch the
+    /// packet's slot (in the padding before `bytes`).
+    head_len: u32,
     bytes: u64,
 }
 
@@ -54,8 +58,17 @@ impl Fifo {
             head: NIL,
             tail: NIL,
             packets: 0,
+            head_len: 0,
             bytes: 0,
         }
+    }
+
+    /// Length of the head packet, read without touching the pool (0 when
+    /// empty).
+    #[must_use]
+    #[inline]
+    pub const fn front_len(&self) -> u32 {
+        self.head_len
     }
 
     /// Whether the FIFO holds no packet.
@@ -164,6 +177,7 @@ impl PacketPool {
         slot.next = NIL;
         if fifo.tail == NIL {
             fifo.head = idx;
+            fifo.head_len = pkt.len;
         } else {
             let tail = &mut self.slots[fifo.tail as usize];
             tail.next = idx;
@@ -186,8 +200,10 @@ impl PacketPool {
         let slot = &mut self.slots[idx as usize];
         let pkt = slot.pkt;
         fifo.head = slot.next;
+        fifo.head_len = slot.next_len;
         if fifo.head == NIL {
             fifo.tail = NIL;
+            fifo.head_len = 0;
         }
         slot.next = self.free;
         self.free = idx;
@@ -210,10 +226,12 @@ impl PacketPool {
         self.free = idx;
         self.len -= 1;
         fifo.head = next;
+        fifo.head_len = next_len;
         fifo.packets -= 1;
         fifo.bytes -= u64::from(pkt.len);
         if next == NIL {
             fifo.tail = NIL;
+            fifo.head_len = 0;
             return Some((pkt, None));
         }
         Some((pkt, Some(next_len)))
@@ -226,7 +244,35 @@ impl PacketPool {
         (fifo.head != NIL).then(|| &self.slots[fifo.head as usize].pkt)
     }
 
-    /// The head of `fifo`, mutably (to update rank annotations in place).
+    /// The slot of the head of `fifo`: a reference to the packet that does not
+    /// borrow the pool (read it with [`PacketPool::at`]).
+    #[must_use]
+    #[inline]
+    pub fn front_slot(&self, fifo: &Fifo) -> Option<u32> {
+        (fifo.head != NIL).then_some(fifo.head)
+    }
+
+    /// The packet in slot `slot`, as [`PacketPool::front_slot`] named it.
+    ///
+    /// # Panics
+    /// If `slot` is not a slot of this pool.
+    #[must_use]
+    #[inline]
+    pub fn at(&self, slot: u32) -> &Packet {
+        &self.slots[slot as usize].pkt
+    }
+
+    /// Hints the CPU to fetch the tail slot of `fifo`, which the next
+    /// [`PacketPool::push_back`] on it links from.
+    #[inline]
+    pub fn prefetch_tail(&self, fifo: &Fifo) {
+        if let Some(slot) = self.slots.get(fifo.tail as usize) {
+            eiffel_queue::prefetch(slot);
+        }
+    }
+
+    /// The head of `fifo`, mutably (to update rank annotations in place; its
+    /// `len` must stay, as the FIFO keeps a copy of it).
     #[inline]
     pub fn front_mut(&mut self, fifo: &Fifo) -> Option<&mut Packet> {
         (fifo.head != NIL).then(|| &mut self.slots[fifo.head as usize].pkt)
@@ -264,6 +310,8 @@ impl PacketPool {
                 idx = self.slots[idx as usize].next;
             }
             assert_eq!(fifo.tail, last, "fifo tail does not end its list");
+            let first = (fifo.head != NIL).then(|| self.slots[fifo.head as usize].pkt.len);
+            assert_eq!(fifo.head_len, first.unwrap_or(0), "fifo head length");
             assert_eq!(fifo.packets, n, "fifo packet count");
             assert_eq!(fifo.bytes, bytes, "fifo byte count");
             used += n as usize;

@@ -82,6 +82,20 @@ impl Port {
         self.drops += u64::from(!taken);
         taken
     }
+
+    /// Offers the stream's next `n` packets (at most [`BURST`]) as one burst,
+    /// as `rte_sched_port_enqueue` takes them.
+    #[inline]
+    fn offer_burst(&mut self, stream: &mut Stream, n: usize, now: Nanos) {
+        let mut burst = [Packet::default(); BURST];
+        for slot in burst.iter_mut().take(n) {
+            let a = stream.next_arrival();
+            *slot = Packet::new(a.queue, a.len).class(self.leaves[a.queue as usize]);
+        }
+        let mut drops = 0;
+        self.tree.enqueue_burst(&burst[..n], now, |_| drops += 1);
+        self.drops += drops;
+    }
 }
 
 /// Enqueue plus dequeue cost with every rate lifted (see [`Hierarchy::lifted`]):
@@ -115,9 +129,7 @@ pub fn throughput(
                 black_box(pkt);
                 got += 1;
             }
-            for _ in 0..got {
-                let _ = port.offer(&mut stream, now);
-            }
+            port.offer_burst(&mut stream, got, now);
             sent += got as u64;
             if got == 0 && port.tree.backlog().packets == 0 {
                 break;
@@ -159,8 +171,8 @@ pub fn shares(h: &Hierarchy, window: Window) -> Result<Served, BenchError> {
             break;
         }
         let now = clock.now();
-        for _ in 0..super::bursts_due(elapsed - last) * BURST {
-            let _ = port.offer(&mut stream, now);
+        for _ in 0..super::bursts_due(elapsed - last) {
+            port.offer_burst(&mut stream, BURST, now);
         }
         last = elapsed;
         // Bursts until one comes back short: everything eligible is sent.

@@ -5,7 +5,7 @@
 use super::cq::CalendarSched;
 use super::discipline::{Discipline, QueueChoice, Rank};
 use super::minq::{MinDeque, MinPool};
-use super::node::{Flow, FlowLeaf, Kind, Node, NONE};
+use super::node::{Flow, FlowLeaf, Kind, Node, Sent, NONE};
 use super::program::{Pacer, ProgramTxn};
 use super::sched::{Core, Hclock, NodeSched, Ranked};
 use super::select::{plan, QueueNeeds, QueuePlan, RankKind};
@@ -15,7 +15,7 @@ use super::txn::{Builtin, Unit};
 use super::PolicyTree;
 use crate::packet::Nanos;
 use crate::pool::{Fifo as List, PacketPool};
-use crate::scheduler::{Backlog, ConfigError, Counters};
+use crate::scheduler::{Backlog, ConfigError, Counters, DropCounts};
 
 /// Per-node units for a node's discipline: children with their configured weight,
 /// priority and reservation, or `n` flows of weight 1.
@@ -217,14 +217,15 @@ impl PolicyTree {
             nodes.push(Node {
                 parent: ns.parent.map_or(NONE, |p| p as u32),
                 slot: slots[i],
-                kind,
-                limit: ns.limit.map(|l| Gcra::new(l, spec.mtu)),
-                throttled: false,
-                filed: None,
-                active: false,
                 capacity: ns.capacity.unwrap_or(u32::MAX),
-                counters: Counters::default(),
+                active: false,
+                throttled: false,
+                limited: ns.limit.is_some(),
+                holds: !ns.discipline.is_work_conserving(),
                 backlog: Backlog::default(),
+                kind,
+                limit: ns.limit.map_or(Gcra::UNUSED, |l| Gcra::new(l, spec.mtu)),
+                sent: Sent::default(),
             });
             plans.push(node_plans);
         }
@@ -237,15 +238,21 @@ impl PolicyTree {
             slack,
             policed,
             quiet: Vec::new(),
+            pure: Vec::new(),
+            ahead: NONE,
+            prefetching: super::burst::prefetches(spec.nodes.len()),
             shaper,
             nodes,
             plans,
             root,
             counters: Counters::default(),
             backlog: Backlog::default(),
+            drops: vec![DropCounts::default(); spec.nodes.len()],
+            filed: vec![None; spec.nodes.len()],
             spec,
         };
         tree.quiet = tree.quiet_nodes();
+        tree.pure = tree.pure_nodes();
         Ok(tree)
     }
 }

@@ -21,7 +21,10 @@ use super::select::{plan, QueueNeeds, RankKind};
 use super::spec::TreeSpec;
 use super::txn::Unit;
 use super::validate::calendar_levels;
+use crate::packet::Nanos;
 use crate::pool::PacketPool;
+use crate::scheduler::DropCounts;
+use eiffel_queue::Handle;
 
 /// Bytes of one queue element in `eiffel-queue`'s slab (rank, links, item).
 const QUEUE_ELEMENT: u64 = 32;
@@ -124,7 +127,11 @@ impl TreeSpec {
             }
         }
         let names: u64 = self.nodes.iter().map(|n| n.name.len() as u64).sum();
-        let per_node = (size_of::<Node>() + size_of::<usize>() * 2) as u64;
+        // A node, its drop counts and shaper entry (kept apart), its flags.
+        let per_node = (size_of::<Node>()
+            + size_of::<DropCounts>()
+            + size_of::<Option<(Handle, Nanos)>>()
+            + size_of::<usize>() * 2) as u64;
         f.push(
             Allocation::Nodes,
             None,

@@ -2,10 +2,11 @@
 //! accounting, queued units flagged active, throttled units absent from their
 //! parents, per-flow leaves consistent with their flows, the pool's lists.
 
-use super::node::{FlowLeaf, Kind, Node, NONE};
+use super::node::{FlowLeaf, Kind, Node, Sent, NONE};
 use super::sched::NodeSched;
 use super::PolicyTree;
 use crate::pool::Fifo as List;
+use crate::scheduler::{Backlog, DropCounts, DropReason};
 
 impl PolicyTree {
     /// Checks every invariant: per-node accounting, queued units flagged active,
@@ -29,14 +30,7 @@ impl PolicyTree {
                 }
                 Kind::Internal { sched, children } => {
                     sched.check_invariants();
-                    let sum: u64 = children
-                        .iter()
-                        .map(|&c| self.nodes[c as usize].backlog.packets)
-                        .sum();
-                    assert_eq!(
-                        sum, node.backlog.packets,
-                        "node {name}: backlog vs children"
-                    );
+                    self.check_children(i, children, name);
                 }
                 Kind::Flows(fl) => {
                     check_flows(fl, node, name);
@@ -47,6 +41,16 @@ impl PolicyTree {
         self.pool.check_invariants(fifos);
         let root = &self.nodes[self.root as usize];
         assert_eq!(root.backlog, self.backlog, "root backlog vs tree backlog");
+        // The tree counts every offer itself; all but the unclassified ones
+        // (which name no leaf) entered the root.
+        let c = self.node_counters(self.root as usize);
+        let unclassified = self.counters.dropped.get(DropReason::Unclassified);
+        assert_eq!(
+            c.enqueued + unclassified,
+            self.counters.enqueued,
+            "root arrivals vs offers"
+        );
+        assert_eq!(c.dequeued, self.counters.dequeued, "root vs tree sent");
         assert_eq!(
             self.counters.implied_backlog(),
             self.backlog.packets,
@@ -54,14 +58,30 @@ impl PolicyTree {
         );
     }
 
-    /// Node `i`'s accounting, and its place at its parent and in the shaper.
+    /// Internal node `i`'s accounting against its children's: every packet
+    /// queued, sent or dropped in its subtree was so in exactly one child's.
+    fn check_children(&self, i: usize, children: &[u32], name: &str) {
+        let node = &self.nodes[i];
+        let (mut backlog, mut sent) = (Backlog::default(), Sent::default());
+        let mut drops = DropCounts::default();
+        for &c in children {
+            let child = &self.nodes[c as usize];
+            backlog.packets += child.backlog.packets;
+            backlog.bytes += child.backlog.bytes;
+            sent.packets += child.sent.packets;
+            sent.bytes += child.sent.bytes;
+            for r in 0..DropReason::COUNT {
+                drops.packets[r] += self.drops[c as usize].packets[r];
+                drops.bytes[r] += self.drops[c as usize].bytes[r];
+            }
+        }
+        assert_eq!(backlog, node.backlog, "node {name}: backlog vs children");
+        assert_eq!(sent, node.sent, "node {name}: sent vs children");
+        assert_eq!(drops, self.drops[i], "node {name}: drops vs children");
+    }
+
+    /// Node `i`'s place at its parent and in the shaper.
     fn check_links(&self, i: usize, node: &Node, name: &str) {
-        let c = &node.counters;
-        assert_eq!(
-            c.enqueued,
-            c.dequeued + c.dropped_total() + node.backlog.packets,
-            "node {name}: enqueued != dequeued + dropped + queued"
-        );
         if node.throttled {
             assert!(
                 !node.active,
@@ -70,7 +90,7 @@ impl PolicyTree {
         }
         assert_eq!(
             node.throttled,
-            node.filed.is_some(),
+            self.filed[i].is_some(),
             "node {name}: throttled without a shaper entry, or the reverse"
         );
         if node.parent == NONE {

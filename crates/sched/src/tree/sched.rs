@@ -12,7 +12,7 @@
 //! goes next; repeatable), `served` (the selected unit sent a packet; it stays with
 //! its next head or leaves), and `is_active`.
 
-use eiffel_queue::{AnyQueue, Handle, PriorityQueue, QueueKind};
+use eiffel_queue::{prefetch, AnyQueue, Handle, PriorityQueue, QueueKind};
 
 use super::cq::CalendarSched;
 use super::discipline::FairQueue;
@@ -24,16 +24,30 @@ use crate::scheduler::{ConfigError, FlowConfig};
 use crate::time::Rate;
 use crate::{DrrCore, QfqCore, Wf2qCore};
 
+/// A unit's next packet as its parent's discipline learns it after a send:
+/// the packet, and its length as the unit keeps it (a FIFO's copy), so that a
+/// discipline that needs only the length (the fair-queueing cores) does not
+/// read the packet, a cache miss in a large tree.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Next<'a> {
+    pub(crate) pkt: &'a Packet,
+    pub(crate) len: u32,
+}
+
 /// A ranked node: one integer priority queue of units and a transaction.
+// NB: `repr(C)`, the queue last: what an activation reads first (the unit
+// tables, the transaction) and the start of the queue share the first lines,
+// which a burst enqueue prefetches.
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct Ranked {
-    queue: AnyQueue<u32>,
     handles: Vec<Option<Handle>>,
     pub(crate) units: Vec<Unit>,
-    pub(crate) txn: Builtin,
     /// Units are flows of a per-flow leaf (strict priority then reads the head's
     /// rank instead of a configured priority).
     is_flow: bool,
+    pub(crate) txn: Builtin,
+    queue: AnyQueue<u32>,
 }
 
 /// hClock (Billaud and Gulati, EuroSys'13) as a node discipline, with mClock's
@@ -245,6 +259,36 @@ impl NodeSched {
         }
     }
 
+    /// Hints the CPU to fetch the discipline's state and unit `u`'s (see
+    /// [`PolicyTree::enqueue_burst`](super::PolicyTree::enqueue_burst)).
+    #[inline]
+    pub(crate) fn prefetch_unit(&self, u: u32) {
+        let u = u as usize;
+        match self {
+            NodeSched::Ranked(r) => {
+                if let (Some(unit), Some(h)) = (r.units.get(u), r.handles.get(u)) {
+                    prefetch(unit);
+                    prefetch(h);
+                }
+            }
+            NodeSched::Hclock(h) => {
+                if let Some(unit) = h.units.get(u) {
+                    prefetch(unit);
+                }
+            }
+            NodeSched::Core(_, units) => {
+                if let Some(unit) = units.get(u) {
+                    prefetch(unit);
+                }
+            }
+            NodeSched::Calendar(c) => {
+                if let Some(unit) = c.units.get(u) {
+                    prefetch(unit);
+                }
+            }
+        }
+    }
+
     /// Units currently queued.
     pub(crate) fn active(&self) -> usize {
         match self {
@@ -279,6 +323,12 @@ impl NodeSched {
             },
             NodeSched::Calendar(_) => false,
         }
+    }
+
+    /// Whether `select` is `peek`: no side effect, no dependence on `now`
+    /// (ranked nodes and fair-queueing cores, whose `peek` is repeatable).
+    pub(crate) fn selects_purely(&self) -> bool {
+        matches!(self, NodeSched::Ranked(_) | NodeSched::Core(..))
     }
 
     #[inline]
@@ -386,7 +436,9 @@ impl NodeSched {
     /// `u`, the unit `select` returned, sent `sent`; it stays queued with head
     /// `next`, or leaves when `next` is `None`.
     #[inline]
-    pub(crate) fn served(&mut self, u: u32, sent: &Packet, next: Option<&Packet>, now: Nanos) {
+    pub(crate) fn served(&mut self, u: u32, sent: &Packet, next: Option<Next<'_>>, now: Nanos) {
+        let next_len = next.map(|n| n.len);
+        let next = next.map(|n| n.pkt);
         match self {
             NodeSched::Ranked(r) => {
                 let rank =
@@ -424,7 +476,7 @@ impl NodeSched {
                     take(&mut h.shares, &mut h.ph, u);
                 }
             }
-            NodeSched::Core(c, _) => core!(c, x => x.served(u, next.map(|p| p.len))),
+            NodeSched::Core(c, _) => core!(c, x => x.served(u, next_len)),
             NodeSched::Calendar(c) => c.served(u, sent, next, now),
         }
     }

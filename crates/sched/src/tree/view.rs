@@ -61,6 +61,20 @@ impl PolicyTree {
         names.join("/")
     }
 
+    /// The counters of node `i`'s subtree. A node counts what left it and what
+    /// was dropped in it; what entered it is their sum with what it still holds.
+    pub(super) fn node_counters(&self, i: usize) -> Counters {
+        let node = &self.nodes[i];
+        let dropped = self.drops[i];
+        Counters {
+            enqueued: node.sent.packets + dropped.total() + node.backlog.packets,
+            enqueued_bytes: node.sent.bytes + dropped.total_bytes() + node.backlog.bytes,
+            dequeued: node.sent.packets,
+            dequeued_bytes: node.sent.bytes,
+            dropped,
+        }
+    }
+
     /// A view of node `i`.
     ///
     /// # Panics
@@ -83,7 +97,7 @@ impl PolicyTree {
             is_leaf: !node.kind.is_internal(),
             discipline,
             queues: self.plans[i].clone(),
-            counters: node.counters,
+            counters: self.node_counters(i),
             backlog: node.backlog,
             throttled: node.throttled,
             queue_stats,
