@@ -125,7 +125,7 @@ fn measure<T: Target>(mut t: T, set: &FlowSet, load: Load, pairs: u64) -> (f64, 
     (best, total)
 }
 
-fn configured<C: eiffel_sched::FlowCore>(
+fn configured<C: eiffel_sched::PacketCore>(
     mut s: PerFlow<C>,
     set: &FlowSet,
 ) -> Result<PerFlow<C>, BenchError> {

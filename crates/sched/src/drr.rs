@@ -27,7 +27,7 @@
 //! Invariants (checked by [`FlowCore::check_invariants`]): the list holds exactly
 //! the backlogged flows, once each; an idle flow's deficit is 0.
 
-use crate::flows::{FlowCore, FlowRecord, FlowTable, PerFlow};
+use crate::flows::{FlowCore, FlowQueue, FlowRecord, FlowTable, PerFlow};
 use crate::packet::FlowId;
 use crate::scheduler::{ConfigError, FlowConfig};
 
@@ -71,16 +71,27 @@ impl FlowRecord for Flow {
 
 /// The DRR [`FlowCore`]; see the [module docs](self).
 #[derive(Clone, Debug)]
-pub struct DrrCore {
-    flows: FlowTable<Flow>,
+pub struct DrrCore<A = ()> {
+    flows: FlowTable<Flow, A>,
     /// Front of the round-robin list: the flow whose turn it is.
     head: u32,
     tail: u32,
 }
 
 impl DrrCore {
-    /// A core for flow ids `0..max_flows`.
+    /// A core for flow ids `0..max_flows` with nothing attached to its flows
+    /// (see [`DrrCore::with_attached`]).
     pub fn new(max_flows: u32) -> Result<Self, ConfigError> {
+        Self::with_attached(max_flows)
+    }
+}
+
+impl<A: Clone + Default> DrrCore<A> {
+    /// A core for flow ids `0..max_flows`.
+    ///
+    /// Each flow's record carries an `A` for the core's user
+    /// ([`FlowCore::attached`]).
+    pub fn with_attached(max_flows: u32) -> Result<Self, ConfigError> {
         Ok(DrrCore {
             flows: FlowTable::new(max_flows)?,
             head: NIL,
@@ -118,7 +129,19 @@ impl DrrCore {
     }
 }
 
-impl FlowCore for DrrCore {
+impl<A: Clone + Default> FlowCore for DrrCore<A> {
+    type Attached = A;
+
+    #[inline]
+    fn attached(&self, flow: FlowId) -> Option<&A> {
+        self.flows.attached(flow)
+    }
+
+    #[inline]
+    fn attached_mut(&mut self, flow: FlowId) -> Option<&mut A> {
+        self.flows.attached_mut(flow)
+    }
+
     fn name(&self) -> &'static str {
         "drr"
     }
@@ -218,7 +241,7 @@ impl FlowCore for DrrCore {
     }
 
     fn check_invariants(&self) {
-        let records = self.flows.records();
+        let records: Vec<&Flow> = self.flows.cores().collect();
         let mut seen = vec![false; records.len()];
         let (mut n, mut last, mut f) = (0u32, NIL, self.head);
         while f != NIL {
@@ -248,12 +271,15 @@ impl FlowCore for DrrCore {
 }
 
 /// The Deficit Round Robin packet scheduler: a [`PerFlow`] around a [`DrrCore`].
-pub type Drr = PerFlow<DrrCore>;
+pub type Drr = PerFlow<DrrCore<FlowQueue>>;
 
-impl PerFlow<DrrCore> {
+impl PerFlow<DrrCore<FlowQueue>> {
     /// A scheduler for flow ids `0..max_flows` holding at most `capacity` packets.
     pub fn new(max_flows: u32, capacity: usize) -> Result<Self, ConfigError> {
-        Ok(PerFlow::from_core(DrrCore::new(max_flows)?, capacity))
+        Ok(PerFlow::from_core(
+            DrrCore::with_attached(max_flows)?,
+            capacity,
+        ))
     }
 }
 

@@ -155,19 +155,20 @@ impl PacketPool {
     #[inline]
     pub fn push_back(&mut self, fifo: &mut Fifo, pkt: Packet) -> Result<(), Packet> {
         let idx = self.free;
-        if idx == NIL {
+        // `NIL`, the end of the free list, is beyond every slot: one comparison
+        // tells a full pool, and one below an empty FIFO from a tail slot.
+        let Some(slot) = self.slots.get_mut(idx as usize) else {
             return Err(pkt);
-        }
-        let slot = &mut self.slots[idx as usize];
+        };
         self.free = slot.next;
         slot.pkt = pkt;
         slot.next = NIL;
-        if fifo.tail == NIL {
-            fifo.head = idx;
-        } else {
-            let tail = &mut self.slots[fifo.tail as usize];
-            tail.next = idx;
-            tail.next_len = pkt.len;
+        match self.slots.get_mut(fifo.tail as usize) {
+            Some(tail) => {
+                tail.next = idx;
+                tail.next_len = pkt.len;
+            }
+            None => fifo.head = idx,
         }
         fifo.tail = idx;
         fifo.packets += 1;

@@ -32,7 +32,7 @@
 //! Invariants (checked by [`FlowCore::check_invariants`]): the heap holds each
 //! backlogged flow once under its start tag; every queued start tag is at least `v`.
 
-use crate::flows::{FlowCore, FlowTable, PerFlow};
+use crate::flows::{FlowCore, FlowQueue, FlowTable, PerFlow};
 use crate::heap::{Entry, VtHeap};
 use crate::packet::FlowId;
 use crate::scheduler::{ConfigError, FlowConfig};
@@ -42,8 +42,8 @@ use crate::vtime::{
 
 /// The STFQ [`FlowCore`]; see the [module docs](self).
 #[derive(Clone, Debug)]
-pub struct StfqCore {
-    flows: FlowTable<FlowTags>,
+pub struct StfqCore<A = ()> {
+    flows: FlowTable<FlowTags, A>,
     /// Backlogged flows by `(S, seq)`.
     queue: VtHeap,
     /// `v`: start tag of the packet last sent (jumps only forward).
@@ -54,8 +54,19 @@ pub struct StfqCore {
 }
 
 impl StfqCore {
-    /// A core for flow ids `0..max_flows`.
+    /// A core for flow ids `0..max_flows` with nothing attached to its flows
+    /// (see [`StfqCore::with_attached`]).
     pub fn new(max_flows: u32) -> Result<Self, ConfigError> {
+        Self::with_attached(max_flows)
+    }
+}
+
+impl<A: Clone + Default> StfqCore<A> {
+    /// A core for flow ids `0..max_flows`.
+    ///
+    /// Each flow's record carries an `A` for the core's user
+    /// ([`FlowCore::attached`]).
+    pub fn with_attached(max_flows: u32) -> Result<Self, ConfigError> {
         let flows = FlowTable::new(max_flows)?;
         let n = max_flows as usize;
         Ok(StfqCore {
@@ -84,7 +95,19 @@ impl StfqCore {
     }
 }
 
-impl FlowCore for StfqCore {
+impl<A: Clone + Default> FlowCore for StfqCore<A> {
+    type Attached = A;
+
+    #[inline]
+    fn attached(&self, flow: FlowId) -> Option<&A> {
+        self.flows.attached(flow)
+    }
+
+    #[inline]
+    fn attached_mut(&mut self, flow: FlowId) -> Option<&mut A> {
+        self.flows.attached_mut(flow)
+    }
+
     fn name(&self) -> &'static str {
         "stfq"
     }
@@ -156,7 +179,7 @@ impl FlowCore for StfqCore {
     fn check_invariants(&self) {
         self.queue.check_order();
         let v = self.clock.now();
-        let mut seen = vec![false; self.flows.records().len()];
+        let mut seen = vec![false; self.flows.max_flows() as usize];
         for e in self.queue.iter() {
             let fl = &self.flows[e.flow];
             assert!(!seen[e.flow as usize], "flow {} queued twice", e.flow);
@@ -179,12 +202,15 @@ impl FlowCore for StfqCore {
 }
 
 /// The Start-time Fair Queueing packet scheduler: a [`PerFlow`] around a [`StfqCore`].
-pub type Stfq = PerFlow<StfqCore>;
+pub type Stfq = PerFlow<StfqCore<FlowQueue>>;
 
-impl PerFlow<StfqCore> {
+impl PerFlow<StfqCore<FlowQueue>> {
     /// A scheduler for flow ids `0..max_flows` holding at most `capacity` packets.
     pub fn new(max_flows: u32, capacity: usize) -> Result<Self, ConfigError> {
-        Ok(PerFlow::from_core(StfqCore::new(max_flows)?, capacity))
+        Ok(PerFlow::from_core(
+            StfqCore::with_attached(max_flows)?,
+            capacity,
+        ))
     }
 }
 
