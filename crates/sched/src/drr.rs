@@ -62,6 +62,25 @@ impl Default for Flow {
     }
 }
 
+impl Flow {
+    /// The flow sent its head; `next` is its new head's length. Returns whether
+    /// it is now idle (its deficit forfeited).
+    #[inline(always)]
+    fn sent(&mut self, next: Option<u32>) -> bool {
+        self.deficit -= u64::from(self.head_len);
+        match next {
+            Some(len) => {
+                self.head_len = len;
+                false
+            }
+            None => {
+                self.deficit = 0;
+                true
+            }
+        }
+    }
+}
+
 impl FlowRecord for Flow {
     #[inline]
     fn backlogged(&self) -> bool {
@@ -116,6 +135,31 @@ impl<A: Clone + Default> DrrCore<A> {
             self.flows[tail].next = f;
         }
         self.tail = f;
+    }
+
+    /// The turn of `f`, the head of the list: `false` if its deficit covers its
+    /// head; otherwise it is recharged for its next turn and goes to the back,
+    /// and `true`.
+    #[inline(always)]
+    fn charge(&mut self, f: u32) -> bool {
+        let flow = &mut self.flows[f];
+        if flow.deficit >= u64::from(flow.head_len) {
+            return false;
+        }
+        flow.deficit += flow.quantum;
+        if self.head != self.tail {
+            let f = self.pop_front();
+            self.push_back(f);
+        }
+        true
+    }
+
+    /// `f`, the head of the list, sent its last packet: it leaves the list.
+    #[inline]
+    fn went_idle(&mut self, f: u32) {
+        self.pop_front();
+        self.flows[f].next = IDLE;
+        self.flows.went_idle();
     }
 
     #[inline]
@@ -208,15 +252,8 @@ impl<A: Clone + Default> FlowCore for DrrCore<A> {
             if f == NIL {
                 return None;
             }
-            let flow = &mut self.flows[f];
-            if flow.deficit >= u64::from(flow.head_len) {
+            if !self.charge(f) {
                 return Some(f);
-            }
-            // The turn is over: recharge for the next one and go to the back.
-            flow.deficit += flow.quantum;
-            if self.head != self.tail {
-                let f = self.pop_front();
-                self.push_back(f);
             }
         }
     }
@@ -227,16 +264,26 @@ impl<A: Clone + Default> FlowCore for DrrCore<A> {
             "served({flow}) but the turn is {}'s",
             self.head
         );
-        let f = &mut self.flows[flow];
-        f.deficit -= u64::from(f.head_len);
-        match next {
-            Some(len) => f.head_len = len,
-            None => {
-                f.deficit = 0;
-                self.pop_front();
-                self.flows[flow].next = IDLE;
-                self.flows.went_idle();
+        if self.flows[flow].sent(next) {
+            self.went_idle(flow);
+        }
+    }
+
+    /// `peek`, `pop` and `served` with one lookup of the served flow's record,
+    /// which holds both the deficit and what `pop` works on.
+    #[inline(always)]
+    fn serve<R>(&mut self, pop: impl FnOnce(FlowId, &mut A) -> (R, Option<u32>)) -> Option<R> {
+        loop {
+            let f = self.head;
+            let rec = self.flows.record_mut_checked(f)?;
+            if rec.core.deficit >= u64::from(rec.core.head_len) {
+                let (r, next) = pop(f, &mut rec.attached);
+                if rec.core.sent(next) {
+                    self.went_idle(f);
+                }
+                return Some(r);
             }
+            self.charge(f);
         }
     }
 

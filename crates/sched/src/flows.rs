@@ -509,6 +509,13 @@ impl<S: FlowRecord, A> FlowTable<S, A> {
         self.records.get_mut(flow as usize).map(|r| &mut r.core)
     }
 
+    /// The whole record of `flow`, mutably; `None` for an id out of range (the
+    /// lists' end marker among them).
+    #[inline(always)]
+    pub(crate) fn record_mut_checked(&mut self, flow: FlowId) -> Option<&mut Record<S, A>> {
+        self.records.get_mut(flow as usize)
+    }
+
     /// The whole record of `flow`, mutably: one lookup for the core's state and
     /// the attached value.
     #[inline(always)]
