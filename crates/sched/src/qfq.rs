@@ -226,6 +226,8 @@ struct Flow {
 }
 
 const _: () = assert!(core::mem::size_of::<Flow>() == 32);
+// A `PerFlow`'s record of a flow: QFQ's state and the flow's FIFO, 64 bytes.
+const _: () = assert!(core::mem::size_of::<crate::flows::Record<Flow, FlowQueue>>() == 64);
 
 impl Flow {
     /// The exact virtual start of the head packet.

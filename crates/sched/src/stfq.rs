@@ -44,6 +44,9 @@ use crate::vtime::{
 #[derive(Clone, Debug)]
 pub struct StfqCore<A = ()> {
     flows: FlowTable<FlowTags, A>,
+    /// Per flow, the wrap count of `F` recorded when it went idle (read only
+    /// when it becomes backlogged again).
+    epochs: Vec<u64>,
     /// Backlogged flows by `(S, seq)`.
     queue: VtHeap,
     /// `v`: start tag of the packet last sent (jumps only forward).
@@ -73,6 +76,7 @@ impl<A: Clone + Default> StfqCore<A> {
             flows,
             queue: VtHeap::with_capacity(n),
             clock: VirtualClock::new(),
+            epochs: vec![0; n],
             max_finish: 0,
             seq: 0,
         })
@@ -122,7 +126,9 @@ impl<A: Clone + Default> FlowCore for StfqCore<A> {
             check_weight_and_size(flow, cfg.weight, cfg.max_packet, MAX_PACKET)?;
             debug_assert!(cfg.weight <= MAX_WEIGHT);
             Ok(FlowTags::new(clock, cfg.weight))
-        })
+        })?;
+        self.epochs[flow as usize] = self.clock.epoch();
+        Ok(())
     }
 
     fn remove_flow(&mut self, flow: FlowId) -> Result<(), ConfigError> {
@@ -142,7 +148,8 @@ impl<A: Clone + Default> FlowCore for StfqCore<A> {
     }
 
     fn activate(&mut self, flow: FlowId, len: u32) {
-        self.flows[flow].activate(&self.clock, len);
+        let f_epoch = self.epochs[flow as usize];
+        self.flows[flow].activate(&self.clock, len, f_epoch);
         if self.flows.backlogged() == 0 {
             self.max_finish = self.clock.now();
         }
@@ -165,14 +172,15 @@ impl<A: Clone + Default> FlowCore for StfqCore<A> {
         // v is the start tag of the packet now in service.
         self.clock.advance_to(fl.s);
         self.max_finish = vt_max(self.max_finish, fl.f);
-        if fl.served(&self.clock, next) {
-            self.push(flow);
-        } else {
+        if let Some(epoch) = fl.served(&self.clock, next) {
+            self.epochs[flow as usize] = epoch;
             self.flows.went_idle();
             if self.flows.backlogged() == 0 {
                 // End of the busy period: v becomes the largest finish tag served.
                 self.clock.advance_to(self.max_finish);
             }
+        } else {
+            self.push(flow);
         }
     }
 

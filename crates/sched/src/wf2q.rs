@@ -53,6 +53,9 @@ use crate::vtime::{check_weight_and_size, vt_gt, vt_le, FlowTags, VirtualClock, 
 #[derive(Clone, Debug)]
 pub struct Wf2qCore<A = ()> {
     flows: FlowTable<FlowTags, A>,
+    /// Per flow, the wrap count of `F` recorded when it went idle (read only
+    /// when it becomes backlogged again).
+    epochs: Vec<u64>,
     /// Eligible flows by `(F, seq)`.
     eligible: VtHeap,
     /// Ineligible flows by `(S, seq)`.
@@ -83,6 +86,7 @@ impl<A: Clone + Default> Wf2qCore<A> {
             eligible: VtHeap::with_capacity(n),
             waiting: VtHeap::with_capacity(n),
             clock: VirtualClock::new(),
+            epochs: vec![0; n],
             seq: 0,
         })
     }
@@ -162,7 +166,9 @@ impl<A: Clone + Default> FlowCore for Wf2qCore<A> {
             check_weight_and_size(flow, cfg.weight, cfg.max_packet, MAX_PACKET)?;
             clock.add_weight(flow, cfg.weight)?;
             Ok(FlowTags::new(clock, cfg.weight))
-        })
+        })?;
+        self.epochs[flow as usize] = self.clock.epoch();
+        Ok(())
     }
 
     fn remove_flow(&mut self, flow: FlowId) -> Result<(), ConfigError> {
@@ -185,7 +191,8 @@ impl<A: Clone + Default> FlowCore for Wf2qCore<A> {
     }
 
     fn activate(&mut self, flow: FlowId, len: u32) {
-        self.flows[flow].activate(&self.clock, len);
+        let f_epoch = self.epochs[flow as usize];
+        self.flows[flow].activate(&self.clock, len, f_epoch);
         self.flows.activated();
         self.insert(flow);
         self.settle();
@@ -204,10 +211,11 @@ impl<A: Clone + Default> FlowCore for Wf2qCore<A> {
         );
         let fl = &mut self.flows[flow];
         self.clock.serve(fl.head_len);
-        if fl.served(&self.clock, next) {
-            self.insert(flow);
-        } else {
+        if let Some(epoch) = fl.served(&self.clock, next) {
+            self.epochs[flow as usize] = epoch;
             self.flows.went_idle();
+        } else {
+            self.insert(flow);
         }
         self.settle();
         if self.flows.backlogged() == 0 {
