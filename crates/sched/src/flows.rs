@@ -126,23 +126,13 @@ pub trait FlowCore {
 
 /// The per-flow state [`PerFlow`] attaches to a core's flow records: the flow's
 /// packet FIFO and its admission limits (32 bytes).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct FlowQueue {
     fifo: List,
     /// Largest accepted packet; 0 while the flow is not configured.
     max_packet: u32,
     /// Most packets the flow may have queued.
     limit: u32,
-}
-
-impl Default for FlowQueue {
-    fn default() -> Self {
-        FlowQueue {
-            fifo: List::new(),
-            max_packet: 0,
-            limit: 0,
-        }
-    }
 }
 
 /// A core that can drive a [`PerFlow`]: one whose flow records carry a
