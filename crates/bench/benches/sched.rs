@@ -11,7 +11,9 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use eiffel_bench::sched::workload::{drive, fill, Generator, Load, Ring, Sched, Target};
-use eiffel_sched::{Drr, Fifo, FlowConfig, FlowCore, FlowScheduler, PerFlow, Qfq, Stfq, Wf2qPlus};
+use eiffel_sched::{
+    Drr, Fifo, FlowConfig, FlowScheduler, PacketCore, PerFlow, Qfq, Stfq, Wf2qPlus,
+};
 
 /// Pairs per criterion iteration: whole balanced cycles for every flow count.
 fn batch(load: Load, flows: u32) -> u64 {
@@ -34,7 +36,7 @@ fn one<T: Target>(c: &mut Criterion, load: Load, name: &str, flows: u32, mut t: 
     group.finish();
 }
 
-fn per_flow<C: FlowCore>(mut s: PerFlow<C>, flows: u32) -> Sched<PerFlow<C>> {
+fn per_flow<C: PacketCore>(mut s: PerFlow<C>, flows: u32) -> Sched<PerFlow<C>> {
     for f in 0..flows {
         s.add_flow(f, FlowConfig::weight(1).max_packet(1500).quantum(1500))
             .expect("valid flow");

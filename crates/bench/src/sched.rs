@@ -14,15 +14,22 @@
 //! - Patterns: SMALL, LARGE, FULL (packets of random flows and lengths) and
 //!   BALANCED (1000-byte packets to the least-backlogged flow, hysteresis between
 //!   0 and 20N queued), described in [`workload`].
-//! - Each configuration runs an untimed warm-up (FULL first fills the scheduler to
-//!   the middle of its range, untimed), then three timed repetitions of at least a
-//!   third of 5 million pairs (150 thousand with `--quick`), burst patterns in
-//!   whole cycles; the fastest repetition is reported, since other work on the
-//!   machine only ever adds time. A burst cycle longer than all the pairs (LARGE
-//!   with 32768 flows: 983040 pairs) is timed once. Times are the thread's CPU
-//!   time ([`crate::clock`]).
+//! - Each configuration builds every scheduler, runs an untimed warm-up on each
+//!   (FULL first fills the scheduler to the middle of its range, untimed), then
+//!   three rounds in which each scheduler in turn runs one timed repetition of at
+//!   least a third of 5 million pairs (150 thousand with `--quick`), burst
+//!   patterns in whole cycles; each scheduler's fastest repetition is reported,
+//!   since other work on the machine only ever adds time, and the rounds spread
+//!   that work's bursts over all the schedulers alike. A burst cycle longer than
+//!   all the pairs (LARGE with 32768 flows: 983040 pairs) is timed once. Times
+//!   are the thread's CPU time ([`crate::clock`]).
+//! - `--c-harness PATH` adds, for BALANCED, the QFQ authors' C schedulers run by
+//!   their own test program in the same run ([`authors`]).
 
+pub mod authors;
 pub mod workload;
+
+use std::path::PathBuf;
 
 use clap::Args;
 use eiffel_sched::{Drr, Fifo, FlowConfig, FlowScheduler, PerFlow, Qfq, Wf2qPlus};
@@ -34,9 +41,21 @@ use crate::clock::CpuInstant;
 use crate::report::{fmt_f, print_results, Table};
 use crate::{BenchError, CommonOpts};
 
+/// Whose code a record measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Implementation {
+    /// Eiffel's schedulers.
+    Eiffel,
+    /// The QFQ authors' C schedulers and test program ([`authors`]).
+    AuthorsC,
+}
+
 /// One measured configuration.
 #[derive(Debug, Clone, Serialize)]
 struct Record {
+    /// `eiffel` or `authors_c`.
+    implementation: Implementation,
     /// `none`, `fifo`, `drr`, `qfq` or `wf2q+`.
     scheduler: &'static str,
     /// Number of flows.
@@ -98,34 +117,82 @@ impl FlowSet {
 /// other work on the machine.
 const REPS: u64 = 3;
 
-/// Times `load` on `t`: the lowest ns per pair over the repetitions, and the pairs
-/// timed in all. A configuration whose burst cycle alone exceeds `pairs` runs one
-/// repetition of one cycle and no warm-up (its memory was written when the
-/// scheduler was built); the others warm up with a cycle (or, for FULL, a tenth of
-/// the pairs after the untimed fill) and run `REPS` repetitions of `pairs / REPS`.
-fn measure<T: Target>(mut t: T, set: &FlowSet, load: Load, pairs: u64) -> (f64, u64) {
-    let n = u64::from(set.flows());
-    let mut g = Generator::new(set.flows(), 0x9e37_79b9_7f4a_7c15 ^ n);
-    let cycle = load.cycle(n);
-    let reps = if cycle >= pairs { 1 } else { REPS };
-    let mut backlog = 0;
-    if load == Load::Full {
-        backlog = fill(&mut t, &mut g, n);
-        drive(&mut t, &mut g, load, n, pairs / 10, &mut backlog);
-    } else if reps > 1 {
-        drive(&mut t, &mut g, load, n, 1, &mut backlog);
-    }
-    let (mut best, mut total) = (f64::INFINITY, 0);
-    for _ in 0..reps {
-        let start = CpuInstant::now();
-        let done = drive(&mut t, &mut g, load, n, pairs / reps, &mut backlog);
-        best = best.min(start.elapsed().as_nanos() as f64 / done as f64);
-        total += done;
-    }
-    (best, total)
+/// One scheduler of a configuration, warmed up, timed one repetition at a time.
+trait Timed {
+    /// Times one repetition of about `pairs` pairs: ns per pair and pairs done.
+    fn rep(&mut self, pairs: u64) -> (f64, u64);
 }
 
-fn configured<C: eiffel_sched::FlowCore>(
+/// A target with its own generator and backlog.
+struct Runner<T> {
+    t: T,
+    g: Generator,
+    load: Load,
+    n: u64,
+    backlog: u64,
+}
+
+impl<T: Target> Runner<T> {
+    /// Builds the runner and warms it up: FULL fills to the middle of its range
+    /// and runs a tenth of the pairs, the burst patterns one cycle (none when one
+    /// cycle exceeds the pairs: its memory was written when the scheduler was
+    /// built).
+    fn new(mut t: T, set: &FlowSet, load: Load, pairs: u64) -> Self {
+        let n = u64::from(set.flows());
+        let mut g = Generator::new(set.flows(), 0x9e37_79b9_7f4a_7c15 ^ n);
+        let mut backlog = 0;
+        if load == Load::Full {
+            backlog = fill(&mut t, &mut g, n);
+            drive(&mut t, &mut g, load, n, pairs / 10, &mut backlog);
+        } else if load.cycle(n) < pairs {
+            drive(&mut t, &mut g, load, n, 1, &mut backlog);
+        }
+        Runner {
+            t,
+            g,
+            load,
+            n,
+            backlog,
+        }
+    }
+}
+
+impl<T: Target> Timed for Runner<T> {
+    fn rep(&mut self, pairs: u64) -> (f64, u64) {
+        let start = CpuInstant::now();
+        let done = drive(
+            &mut self.t,
+            &mut self.g,
+            self.load,
+            self.n,
+            pairs,
+            &mut self.backlog,
+        );
+        (start.elapsed().as_nanos() as f64 / done as f64, done)
+    }
+}
+
+/// Times every runner in rounds: each runs one repetition per round. Per runner,
+/// the lowest ns per pair and the pairs timed in all. A configuration whose burst
+/// cycle alone exceeds `pairs` runs one round of one cycle.
+fn measure_all(
+    runners: &mut [Box<dyn Timed + '_>],
+    load: Load,
+    n: u64,
+    pairs: u64,
+) -> Vec<(f64, u64)> {
+    let reps = if load.cycle(n) >= pairs { 1 } else { REPS };
+    let mut out = vec![(f64::INFINITY, 0); runners.len()];
+    for _ in 0..reps {
+        for (r, o) in runners.iter_mut().zip(out.iter_mut()) {
+            let (ns, done) = r.rep(pairs / reps);
+            *o = (o.0.min(ns), o.1 + done);
+        }
+    }
+    out
+}
+
+fn configured<C: eiffel_sched::PacketCore>(
     mut s: PerFlow<C>,
     set: &FlowSet,
 ) -> Result<PerFlow<C>, BenchError> {
@@ -138,7 +205,7 @@ fn configured<C: eiffel_sched::FlowCore>(
     Ok(s)
 }
 
-/// Measures every scheduler on one flow set and load.
+/// Measures every scheduler on one flow set and load, in rounds.
 fn configuration(
     set: &FlowSet,
     load: Load,
@@ -148,32 +215,74 @@ fn configuration(
     let n = set.flows();
     // Room for the largest backlog (30N) plus one burst in flight.
     let cap = 30 * n as usize + 16;
-    let mut results: Vec<(&'static str, f64, u64)> = Vec::new();
-    let (ns, done) = measure(Ring::new(cap), set, load, pairs);
-    results.push(("none", ns, done));
-    let (ns, done) = measure(Sched(Fifo::new(cap)), set, load, pairs);
-    results.push(("fifo", ns, done));
-    let (ns, done) = measure(Sched(configured(Drr::new(n, cap)?, set)?), set, load, pairs);
-    results.push(("drr", ns, done));
-    let (ns, done) = measure(
-        Sched(configured(Qfq::with_max_packet(n, cap, 1500)?, set)?),
-        set,
-        load,
-        pairs,
+    let names = ["none", "fifo", "drr", "qfq", "wf2q+"];
+    let mut runners: Vec<Box<dyn Timed>> = vec![
+        Box::new(Runner::new(Ring::new(cap), set, load, pairs)),
+        Box::new(Runner::new(Sched(Fifo::new(cap)), set, load, pairs)),
+        Box::new(Runner::new(
+            Sched(configured(Drr::new(n, cap)?, set)?),
+            set,
+            load,
+            pairs,
+        )),
+        Box::new(Runner::new(
+            Sched(configured(Qfq::with_max_packet(n, cap, 1500)?, set)?),
+            set,
+            load,
+            pairs,
+        )),
+        Box::new(Runner::new(
+            Sched(configured(Wf2qPlus::new(n, cap)?, set)?),
+            set,
+            load,
+            pairs,
+        )),
+    ];
+    let results = measure_all(&mut runners, load, u64::from(n), pairs);
+    drop(runners);
+    push_records(out, Implementation::Eiffel, set, load, &names, &results);
+    Ok(())
+}
+
+/// The authors' C schedulers on BALANCED with `n` flows ([`authors`]).
+fn authors_configuration(
+    path: &std::path::Path,
+    n: u32,
+    pairs: u64,
+    out: &mut Vec<Record>,
+) -> Result<(), BenchError> {
+    let mut names = Vec::new();
+    let mut results = Vec::new();
+    for alg in authors::ALGS {
+        names.push(alg.ours);
+        results.push(authors::measure(path, alg, n, pairs)?);
+    }
+    push_records(
+        out,
+        Implementation::AuthorsC,
+        &FlowSet::uniform(n),
+        Load::Balanced,
+        &names,
+        &results,
     );
-    results.push(("qfq", ns, done));
-    let (ns, done) = measure(
-        Sched(configured(Wf2qPlus::new(n, cap)?, set)?),
-        set,
-        load,
-        pairs,
-    );
-    results.push(("wf2q+", ns, done));
-    let none = results[0].1;
-    for (name, ns, done) in results {
+    Ok(())
+}
+
+/// Appends one record per scheduler; `results[0]` is NONE.
+fn push_records(
+    out: &mut Vec<Record>,
+    implementation: Implementation,
+    set: &FlowSet,
+    load: Load,
+    names: &[&'static str],
+    results: &[(f64, u64)],
+) {
+    let none = results[0].0;
+    for (&name, &(ns, done)) in names.iter().zip(results) {
         out.push(Record {
+            implementation,
             scheduler: name,
-            flows: n,
+            flows: set.flows(),
             pattern: if set.mixed { "mixed" } else { load.name() },
             load: load.name(),
             ns_per_pair: ns,
@@ -181,7 +290,6 @@ fn configuration(
             pairs: done,
         });
     }
-    Ok(())
 }
 
 fn print_table(records: &[Record]) -> std::io::Result<()> {
@@ -209,11 +317,14 @@ fn print_table(records: &[Record]) -> std::io::Result<()> {
         };
         let (qfq, drr, wf2q) = (get("qfq"), get("drr"), get("wf2q+"));
         let first = &chunk[0];
-        let pattern = if first.pattern == "mixed" {
+        let mut pattern = if first.pattern == "mixed" {
             format!("mixed/{}", first.load)
         } else {
             first.pattern.to_string()
         };
+        if first.implementation == Implementation::AuthorsC {
+            pattern.push_str(" (authors' C)");
+        }
         t.row([
             first.flows.to_string(),
             pattern,
@@ -247,6 +358,12 @@ pub struct SchedOpts {
     /// Patterns to run (default all: small,large,full,balanced).
     #[arg(long, value_delimiter = ',', value_parser = parse_load)]
     pub patterns: Option<Vec<Load>>,
+    /// A build of the QFQ authors' test program (`test_sched` of FreeBSD's
+    /// `sys/netpfil/ipfw/test`, not shipped here): with BALANCED, their FIFO, DRR,
+    /// QFQ and WF2Q+ are measured by it in the same run, after ours at each flow
+    /// count.
+    #[arg(long, value_name = "PATH")]
+    pub c_harness: Option<PathBuf>,
 }
 
 fn parse_load(s: &str) -> Result<Load, String> {
@@ -273,9 +390,15 @@ pub fn run(opts: &SchedOpts) -> Result<(), BenchError> {
         sets.push(FlowSet::mixed());
     }
     let loads = opts.patterns.clone().unwrap_or_else(|| Load::ALL.to_vec());
+    if let Some(path) = &opts.c_harness {
+        authors::check(path)?;
+    }
     for set in &sets {
         for &load in &loads {
             configuration(set, load, pairs, &mut records)?;
+            if let (Some(path), Load::Balanced, false) = (&opts.c_harness, load, set.mixed) {
+                authors_configuration(path, set.flows(), pairs, &mut records)?;
+            }
         }
     }
     if opts.common.json {

@@ -92,12 +92,13 @@ fn a_long_cycle_is_found() {
 #[test]
 fn memory_beyond_the_limit_is_refused_before_allocating() {
     // A packet pool of hundreds of GiB: refused at once, naming the key and the
-    // estimate (64 bytes a packet: the descriptor and its links).
+    // estimate (68 bytes a packet: the descriptor, its links and its place on
+    // the free-slot stack).
     refused(
         &format!("capacity = 4294967294\n{}", named("a")),
         1,
         "capacity",
-        "would need about 256 GiB of memory, above the limit of 4 GiB",
+        "would need about 272 GiB of memory, above the limit of 4 GiB",
     );
     // Per-flow leaves: the flows' state is charged to `flows`.
     let flows = "[[node]]\nname = \"root\"\ndiscipline = \"wfq\"\n[[node]]\nname = \"a\"\nparent = \"root\"\ndiscipline = \"pfabric\"\nflows = 16000000\n";

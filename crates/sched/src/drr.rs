@@ -27,7 +27,7 @@
 //! Invariants (checked by [`FlowCore::check_invariants`]): the list holds exactly
 //! the backlogged flows, once each; an idle flow's deficit is 0.
 
-use crate::flows::{FlowCore, FlowRecord, FlowTable, PerFlow};
+use crate::flows::{FlowCore, FlowQueue, FlowRecord, FlowTable, PerFlow};
 use crate::packet::FlowId;
 use crate::scheduler::{ConfigError, FlowConfig};
 
@@ -62,6 +62,25 @@ impl Default for Flow {
     }
 }
 
+impl Flow {
+    /// The flow sent its head; `next` is its new head's length. Returns whether
+    /// it is now idle (its deficit forfeited).
+    #[inline(always)]
+    fn sent(&mut self, next: Option<u32>) -> bool {
+        self.deficit -= u64::from(self.head_len);
+        match next {
+            Some(len) => {
+                self.head_len = len;
+                false
+            }
+            None => {
+                self.deficit = 0;
+                true
+            }
+        }
+    }
+}
+
 impl FlowRecord for Flow {
     #[inline]
     fn backlogged(&self) -> bool {
@@ -71,16 +90,27 @@ impl FlowRecord for Flow {
 
 /// The DRR [`FlowCore`]; see the [module docs](self).
 #[derive(Clone, Debug)]
-pub struct DrrCore {
-    flows: FlowTable<Flow>,
+pub struct DrrCore<A = ()> {
+    flows: FlowTable<Flow, A>,
     /// Front of the round-robin list: the flow whose turn it is.
     head: u32,
     tail: u32,
 }
 
 impl DrrCore {
-    /// A core for flow ids `0..max_flows`.
+    /// A core for flow ids `0..max_flows` with nothing attached to its flows
+    /// (see [`DrrCore::with_attached`]).
     pub fn new(max_flows: u32) -> Result<Self, ConfigError> {
+        Self::with_attached(max_flows)
+    }
+}
+
+impl<A: Clone + Default> DrrCore<A> {
+    /// A core for flow ids `0..max_flows`.
+    ///
+    /// Each flow's record carries an `A` for the core's user
+    /// ([`FlowCore::attached`]).
+    pub fn with_attached(max_flows: u32) -> Result<Self, ConfigError> {
         Ok(DrrCore {
             flows: FlowTable::new(max_flows)?,
             head: NIL,
@@ -107,6 +137,31 @@ impl DrrCore {
         self.tail = f;
     }
 
+    /// The turn of `f`, the head of the list: `false` if its deficit covers its
+    /// head; otherwise it is recharged for its next turn and goes to the back,
+    /// and `true`.
+    #[inline(always)]
+    fn charge(&mut self, f: u32) -> bool {
+        let flow = &mut self.flows[f];
+        if flow.deficit >= u64::from(flow.head_len) {
+            return false;
+        }
+        flow.deficit += flow.quantum;
+        if self.head != self.tail {
+            let f = self.pop_front();
+            self.push_back(f);
+        }
+        true
+    }
+
+    /// `f`, the head of the list, sent its last packet: it leaves the list.
+    #[inline]
+    fn went_idle(&mut self, f: u32) {
+        self.pop_front();
+        self.flows[f].next = IDLE;
+        self.flows.went_idle();
+    }
+
     #[inline]
     fn pop_front(&mut self) -> u32 {
         let f = self.head;
@@ -118,7 +173,19 @@ impl DrrCore {
     }
 }
 
-impl FlowCore for DrrCore {
+impl<A: Clone + Default> FlowCore for DrrCore<A> {
+    type Attached = A;
+
+    #[inline]
+    fn attached(&self, flow: FlowId) -> Option<&A> {
+        self.flows.attached(flow)
+    }
+
+    #[inline]
+    fn attached_mut(&mut self, flow: FlowId) -> Option<&mut A> {
+        self.flows.attached_mut(flow)
+    }
+
     fn name(&self) -> &'static str {
         "drr"
     }
@@ -185,15 +252,8 @@ impl FlowCore for DrrCore {
             if f == NIL {
                 return None;
             }
-            let flow = &mut self.flows[f];
-            if flow.deficit >= u64::from(flow.head_len) {
+            if !self.charge(f) {
                 return Some(f);
-            }
-            // The turn is over: recharge for the next one and go to the back.
-            flow.deficit += flow.quantum;
-            if self.head != self.tail {
-                let f = self.pop_front();
-                self.push_back(f);
             }
         }
     }
@@ -204,21 +264,31 @@ impl FlowCore for DrrCore {
             "served({flow}) but the turn is {}'s",
             self.head
         );
-        let f = &mut self.flows[flow];
-        f.deficit -= u64::from(f.head_len);
-        match next {
-            Some(len) => f.head_len = len,
-            None => {
-                f.deficit = 0;
-                self.pop_front();
-                self.flows[flow].next = IDLE;
-                self.flows.went_idle();
+        if self.flows[flow].sent(next) {
+            self.went_idle(flow);
+        }
+    }
+
+    /// `peek`, `pop` and `served` with one lookup of the served flow's record,
+    /// which holds both the deficit and what `pop` works on.
+    #[inline(always)]
+    fn serve<R>(&mut self, pop: impl FnOnce(FlowId, &mut A) -> (R, Option<u32>)) -> Option<R> {
+        loop {
+            let f = self.head;
+            let rec = self.flows.record_mut_checked(f)?;
+            if rec.core.deficit >= u64::from(rec.core.head_len) {
+                let (r, next) = pop(f, &mut rec.attached);
+                if rec.core.sent(next) {
+                    self.went_idle(f);
+                }
+                return Some(r);
             }
+            self.charge(f);
         }
     }
 
     fn check_invariants(&self) {
-        let records = self.flows.records();
+        let records: Vec<&Flow> = self.flows.cores().collect();
         let mut seen = vec![false; records.len()];
         let (mut n, mut last, mut f) = (0u32, NIL, self.head);
         while f != NIL {
@@ -248,12 +318,15 @@ impl FlowCore for DrrCore {
 }
 
 /// The Deficit Round Robin packet scheduler: a [`PerFlow`] around a [`DrrCore`].
-pub type Drr = PerFlow<DrrCore>;
+pub type Drr = PerFlow<DrrCore<FlowQueue>>;
 
-impl PerFlow<DrrCore> {
+impl PerFlow<DrrCore<FlowQueue>> {
     /// A scheduler for flow ids `0..max_flows` holding at most `capacity` packets.
     pub fn new(max_flows: u32, capacity: usize) -> Result<Self, ConfigError> {
-        Ok(PerFlow::from_core(DrrCore::new(max_flows)?, capacity))
+        Ok(PerFlow::from_core(
+            DrrCore::with_attached(max_flows)?,
+            capacity,
+        ))
     }
 }
 

@@ -3,16 +3,25 @@
 //! Cost: O(1) enqueue and dequeue. Flow ids are not interpreted. When the
 //! preallocated storage is full the offered packet is dropped with
 //! [`DropReason::QueueFull`] (tail drop).
+//!
+//! The packets sit in a ring allocated at construction, not in a
+//! [`crate::PacketPool`]: one queue needs no links, and a ring's next packet is at
+//! an address known in advance, where a linked list makes every dequeue wait for
+//! the previous one's load of the next link.
+
+use std::collections::VecDeque;
 
 use crate::packet::{Nanos, Packet};
-use crate::pool::{Fifo as List, PacketPool};
 use crate::scheduler::{Backlog, Counters, DropReason, Dropped, Scheduler};
 
 /// A first-in first-out scheduler with a fixed packet capacity.
 #[derive(Clone, Debug)]
 pub struct Fifo {
-    pool: PacketPool,
-    queue: List,
+    /// The queued packets; never grown past `capacity`.
+    ring: VecDeque<Packet>,
+    capacity: usize,
+    /// Bytes queued.
+    bytes: u64,
     counters: Counters,
 }
 
@@ -21,8 +30,9 @@ impl Fifo {
     #[must_use]
     pub fn new(capacity: usize) -> Self {
         Fifo {
-            pool: PacketPool::with_capacity(capacity),
-            queue: List::new(),
+            ring: VecDeque::with_capacity(capacity),
+            capacity,
+            bytes: 0,
             counters: Counters::default(),
         }
     }
@@ -33,22 +43,27 @@ impl Scheduler for Fifo {
     #[inline(always)]
     fn enqueue(&mut self, pkt: Packet, _now: Nanos) -> Result<(), Dropped> {
         self.counters.on_enqueue(pkt.len);
-        self.pool
-            .push_back(&mut self.queue, pkt)
-            .map_err(|pkt| self.counters.drop_packet(pkt, DropReason::QueueFull))
+        if self.ring.len() >= self.capacity {
+            return Err(self.counters.drop_packet(pkt, DropReason::QueueFull));
+        }
+        // Within the capacity reserved at construction: no allocation.
+        self.ring.push_back(pkt);
+        self.bytes += u64::from(pkt.len);
+        Ok(())
     }
 
     #[inline(always)]
     fn dequeue(&mut self, _now: Nanos) -> Option<Packet> {
-        let pkt = self.pool.pop_front(&mut self.queue)?;
+        let pkt = self.ring.pop_front()?;
+        self.bytes -= u64::from(pkt.len);
         self.counters.on_dequeue(pkt.len);
         Some(pkt)
     }
 
     fn backlog(&self) -> Backlog {
         Backlog {
-            packets: u64::from(self.queue.len()),
-            bytes: self.queue.bytes(),
+            packets: self.ring.len() as u64,
+            bytes: self.bytes,
         }
     }
 

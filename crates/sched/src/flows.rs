@@ -33,6 +33,16 @@
 //! receives a more urgent packet) commits to the length reported, as hierarchical
 //! fair queueing does, and reports the change with its next `served`.
 //!
+//! # One record per flow
+//!
+//! A core keeps one record per flow id, and its user keeps its own per-flow state
+//! in the same record: the core's [`FlowCore::Attached`] value. [`PerFlow`]
+//! attaches each flow's packet FIFO and admission limits ([`FlowQueue`]), so that
+//! a packet's enqueue looks its flow up once and a dequeue
+//! ([`FlowCore::serve`]) finds the chosen flow's FIFO and the core's state for it
+//! in one record (for QFQ, one 64-byte record). A policy tree attaches nothing
+//! (`()`).
+//!
 //! Preconditions (checked by `debug_assert!`, unspecified but memory-safe results
 //! in release builds): `activate` only for configured idle flows and with a length
 //! of at most the flow's `max_packet`; `served` only for the flow `peek` returned.
@@ -48,6 +58,10 @@ use crate::scheduler::{
 
 /// The flow-ordering half of a per-flow scheduler; see the [module docs](self).
 pub trait FlowCore {
+    /// What the core's user keeps with each flow, inside the core's record of the
+    /// flow: [`FlowQueue`] for [`PerFlow`], `()` when nothing is attached.
+    type Attached;
+
     /// Short algorithm name (`"qfq"`, `"drr"`, ...).
     fn name(&self) -> &'static str;
 
@@ -80,6 +94,29 @@ pub trait FlowCore {
     /// new head, `None` if it is now idle.
     fn served(&mut self, flow: FlowId, next: Option<u32>);
 
+    /// What is attached to `flow` (any flow id below `max_flows()`, configured or
+    /// not); `None` for an id out of range.
+    fn attached(&self, flow: FlowId) -> Option<&Self::Attached>;
+
+    /// What is attached to `flow`, mutably; `None` for an id out of range.
+    fn attached_mut(&mut self, flow: FlowId) -> Option<&mut Self::Attached>;
+
+    /// [`FlowCore::peek`] and [`FlowCore::served`] in one step: `pop` receives
+    /// the flow to serve and its attached value, sends the flow's head and returns
+    /// what to hand back with the length of the flow's new head (`None` if it is
+    /// now idle). `None` if no flow is backlogged. Cores override it to reach the
+    /// flow's record once.
+    #[inline(always)]
+    fn serve<R>(
+        &mut self,
+        pop: impl FnOnce(FlowId, &mut Self::Attached) -> (R, Option<u32>),
+    ) -> Option<R> {
+        let flow = self.peek()?;
+        let (r, next) = pop(flow, self.attached_mut(flow)?);
+        self.served(flow, next);
+        Some(r)
+    }
+
     /// Checks the core's internal invariants (tests call it after every operation).
     ///
     /// # Panics
@@ -87,15 +124,22 @@ pub trait FlowCore {
     fn check_invariants(&self) {}
 }
 
-/// Per-flow packet state kept by [`PerFlow`].
-#[derive(Clone, Copy, Debug)]
-struct FlowSlot {
+/// The per-flow state [`PerFlow`] attaches to a core's flow records: the flow's
+/// packet FIFO and its admission limits (32 bytes).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FlowQueue {
     fifo: List,
     /// Largest accepted packet; 0 while the flow is not configured.
     max_packet: u32,
     /// Most packets the flow may have queued.
     limit: u32,
 }
+
+/// A core that can drive a [`PerFlow`]: one whose flow records carry a
+/// [`FlowQueue`] (`QfqCore<FlowQueue>`, ...).
+pub trait PacketCore: FlowCore<Attached = FlowQueue> {}
+
+impl<C: FlowCore<Attached = FlowQueue>> PacketCore for C {}
 
 /// A packet scheduler made of a [`FlowCore`] and one packet FIFO per flow.
 ///
@@ -108,30 +152,26 @@ struct FlowSlot {
 pub struct PerFlow<C> {
     core: C,
     pool: PacketPool,
-    flows: Vec<FlowSlot>,
     counters: Counters,
 }
 
-impl<C: FlowCore> PerFlow<C> {
+impl<C: PacketCore> PerFlow<C> {
     /// A scheduler around `core` holding at most `capacity` packets in total.
     ///
-    /// Flow and packet storage is allocated here, for `core.max_flows()` flows.
+    /// Packet storage is allocated here; the flows' FIFOs live in the core's
+    /// records.
     #[must_use]
     pub fn from_core(core: C, capacity: usize) -> Self {
-        let flows = vec![
-            FlowSlot {
-                fifo: List::new(),
-                max_packet: 0,
-                limit: 0,
-            };
-            core.max_flows() as usize
-        ];
         PerFlow {
             core,
             pool: PacketPool::with_capacity(capacity),
-            flows,
             counters: Counters::default(),
         }
+    }
+
+    /// The attached state of every flow id, in order.
+    fn queues(&self) -> impl Iterator<Item = &FlowQueue> + '_ {
+        (0..self.core.max_flows()).filter_map(|f| self.core.attached(f))
     }
 
     /// The scheduling core.
@@ -142,10 +182,7 @@ impl<C: FlowCore> PerFlow<C> {
 
     /// The packets of `flow`, head first (for tests and inspection).
     pub fn flow_packets(&self, flow: FlowId) -> impl Iterator<Item = &Packet> + '_ {
-        let fifo = self
-            .flows
-            .get(flow as usize)
-            .map_or(List::new(), |s| s.fifo);
+        let fifo = self.core.attached(flow).map_or(List::new(), |s| s.fifo);
         self.pool.iter(&fifo)
     }
 
@@ -154,16 +191,15 @@ impl<C: FlowCore> PerFlow<C> {
     /// # Panics
     /// On a violated invariant, with a message naming it.
     pub fn check_invariants(&self) {
-        self.pool
-            .check_invariants(self.flows.iter().map(|s| &s.fifo));
-        for (f, slot) in self.flows.iter().enumerate() {
+        self.pool.check_invariants(self.queues().map(|s| &s.fifo));
+        for (f, slot) in self.queues().enumerate() {
             assert_eq!(
                 self.core.is_backlogged(f as FlowId),
                 !slot.fifo.is_empty(),
                 "flow {f}: core backlog state disagrees with its FIFO"
             );
         }
-        let busy = self.flows.iter().filter(|s| !s.fifo.is_empty()).count();
+        let busy = self.queues().filter(|s| !s.fifo.is_empty()).count();
         assert_eq!(
             self.core.backlogged() as usize,
             busy,
@@ -178,9 +214,9 @@ impl<C: FlowCore> PerFlow<C> {
     }
 }
 
-impl FlowSlot {
+impl FlowQueue {
     /// Why a packet of `len` bytes is refused, if it is: checked in this order.
-    /// Out of line (only the packets that fail [`FlowSlot::admits`] come here) and
+    /// Out of line (only the packets that fail [`FlowQueue::admits`] come here) and
     /// given no packet, so that the packet path never spills the descriptor.
     #[cold]
     #[inline(never)]
@@ -199,14 +235,14 @@ impl FlowSlot {
     /// Whether a packet of `len` bytes passes every admission rule, in one
     /// comparison per rule: a configured flow (an unconfigured one has
     /// `max_packet == 0`), a length in `1..=max_packet`, room under the limit.
-    /// `false` may still admit (a zero-length packet): ask [`FlowSlot::refusal`].
+    /// `false` may still admit (a zero-length packet): ask [`FlowQueue::refusal`].
     #[inline]
     fn admits(&self, len: u32) -> bool {
         len.wrapping_sub(1) < self.max_packet && self.fifo.len() < self.limit
     }
 }
 
-impl<C: FlowCore> Scheduler for PerFlow<C> {
+impl<C: PacketCore> Scheduler for PerFlow<C> {
     // NB: always inlined (and `dequeue`): called out of line, the descriptor
     // reaches `enqueue` through memory its caller has just written field by
     // field, and copying it into the pool with wide loads that straddle those
@@ -214,7 +250,7 @@ impl<C: FlowCore> Scheduler for PerFlow<C> {
     #[inline(always)]
     fn enqueue(&mut self, pkt: Packet, _now: Nanos) -> Result<(), Dropped> {
         self.counters.on_enqueue(pkt.len);
-        let Some(slot) = self.flows.get_mut(pkt.flow as usize) else {
+        let Some(slot) = self.core.attached_mut(pkt.flow) else {
             return Err(self.counters.drop_packet(pkt, DropReason::UnknownFlow));
         };
         if !slot.admits(pkt.len) {
@@ -233,13 +269,18 @@ impl<C: FlowCore> Scheduler for PerFlow<C> {
 
     #[inline(always)]
     fn dequeue(&mut self, _now: Nanos) -> Option<Packet> {
-        let flow = self.core.peek()?;
-        let slot = &mut self.flows[flow as usize];
-        let Some((pkt, next)) = self.pool.pop_front_next(&mut slot.fifo) else {
-            debug_assert!(false, "core chose flow {flow}, whose FIFO is empty");
-            return None;
-        };
-        self.core.served(flow, next);
+        let pool = &mut self.pool;
+        let pkt = self.core.serve(|flow, slot| {
+            let popped = pool.pop_front_next(&mut slot.fifo);
+            debug_assert!(
+                popped.is_some(),
+                "core chose flow {flow}, whose FIFO is empty"
+            );
+            match popped {
+                Some((pkt, next)) => (Some(pkt), next),
+                None => (None, None),
+            }
+        })??;
         self.counters.on_dequeue(pkt.len);
         Some(pkt)
     }
@@ -262,10 +303,10 @@ impl<C: FlowCore> Scheduler for PerFlow<C> {
     }
 }
 
-impl<C: FlowCore> FlowScheduler for PerFlow<C> {
+impl<C: PacketCore> FlowScheduler for PerFlow<C> {
     fn add_flow(&mut self, flow: FlowId, cfg: FlowConfig) -> Result<(), ConfigError> {
         let max_flows = self.core.max_flows();
-        let Some(slot) = self.flows.get_mut(flow as usize) else {
+        let Some(slot) = self.core.attached(flow) else {
             return Err(ConfigError::FlowOutOfRange { flow, max_flows });
         };
         if slot.max_packet != 0 {
@@ -279,17 +320,17 @@ impl<C: FlowCore> FlowScheduler for PerFlow<C> {
             });
         }
         self.core.add_flow(flow, cfg)?;
+        let slot = self
+            .core
+            .attached_mut(flow)
+            .expect("a flow the core just configured is in range");
         slot.max_packet = cfg.max_packet;
         slot.limit = cfg.limit.unwrap_or(u32::MAX);
         Ok(())
     }
 
     fn remove_flow(&mut self, flow: FlowId) -> Result<(), ConfigError> {
-        let Some(slot) = self
-            .flows
-            .get_mut(flow as usize)
-            .filter(|s| s.max_packet != 0)
-        else {
+        let Some(slot) = self.core.attached(flow).filter(|s| s.max_packet != 0) else {
             return Err(ConfigError::NoSuchFlow { flow });
         };
         if !slot.fifo.is_empty() {
@@ -299,13 +340,15 @@ impl<C: FlowCore> FlowScheduler for PerFlow<C> {
             });
         }
         self.core.remove_flow(flow)?;
-        slot.max_packet = 0;
+        if let Some(slot) = self.core.attached_mut(flow) {
+            slot.max_packet = 0;
+        }
         Ok(())
     }
 
     fn flow_backlog(&self, flow: FlowId) -> Backlog {
-        self.flows
-            .get(flow as usize)
+        self.core
+            .attached(flow)
             .map_or(Backlog::default(), |s| Backlog {
                 packets: u64::from(s.fifo.len()),
                 bytes: s.fifo.bytes(),
@@ -330,29 +373,41 @@ pub(crate) trait FlowRecord: Clone + Default {
     fn backlogged(&self) -> bool;
 }
 
+/// One flow's record in a [`FlowTable`]: the core's state and what the core's
+/// user attached, side by side (for QFQ and [`PerFlow`], 32 + 32 bytes).
+#[derive(Clone, Debug, Default)]
+#[repr(C)]
+pub(crate) struct Record<S, A> {
+    pub(crate) core: S,
+    pub(crate) attached: A,
+}
+
 /// The per-flow bookkeeping the four fair-queueing cores share: one hot record
-/// per flow id, the configurations kept apart from them (read only by
-/// configuration calls), and the count of backlogged flows. It checks flow ids
-/// against the table's size, refuses duplicates, removes only idle flows, and
-/// answers the [`FlowCore`] queries every core has in common.
+/// per flow id (the core's state and its user's attached value), the
+/// configurations kept apart from them (read only by configuration calls), and
+/// the count of backlogged flows. It checks flow ids against the table's size,
+/// refuses duplicates, removes only idle flows, and answers the [`FlowCore`]
+/// queries every core has in common.
 #[derive(Clone, Debug)]
-pub(crate) struct FlowTable<S> {
-    records: Vec<S>,
+pub(crate) struct FlowTable<S, A> {
+    records: Vec<Record<S, A>>,
     configs: Vec<Option<FlowConfig>>,
     backlogged: u32,
 }
 
-impl<S: FlowRecord> FlowTable<S> {
+impl<S: FlowRecord, A: Clone + Default> FlowTable<S, A> {
     /// Room for flow ids `0..max_flows`, none configured.
     pub(crate) fn new(max_flows: u32) -> Result<Self, ConfigError> {
         check_max_flows(max_flows)?;
         Ok(FlowTable {
-            records: vec![S::default(); max_flows as usize],
+            records: vec![Record::default(); max_flows as usize],
             configs: vec![None; max_flows as usize],
             backlogged: 0,
         })
     }
+}
 
+impl<S: FlowRecord, A> FlowTable<S, A> {
     /// Flow ids are `0..max_flows()`.
     #[inline]
     pub(crate) fn max_flows(&self) -> u32 {
@@ -361,7 +416,7 @@ impl<S: FlowRecord> FlowTable<S> {
 
     /// Configures `flow` with the record `make` builds from `cfg` (which may
     /// refuse it, leaving the table unchanged): the id must be in range and not
-    /// configured yet.
+    /// configured yet. The attached value is left as it is.
     pub(crate) fn add(
         &mut self,
         flow: FlowId,
@@ -372,20 +427,20 @@ impl<S: FlowRecord> FlowTable<S> {
         if self.configs[i].is_some() {
             return Err(ConfigError::DuplicateFlow { flow });
         }
-        self.records[i] = make(&cfg)?;
+        self.records[i].core = make(&cfg)?;
         self.configs[i] = Some(cfg);
         Ok(())
     }
 
     /// Unconfigures `flow`, which must be idle; returns what it was configured
-    /// with.
+    /// with. The attached value is left as it is.
     pub(crate) fn remove(&mut self, flow: FlowId) -> Result<FlowConfig, ConfigError> {
         let cfg = self.config(flow).ok_or(ConfigError::NoSuchFlow { flow })?;
         if self.is_backlogged(flow) {
             return Err(ConfigError::FlowBusy { flow, packets: 1 });
         }
         self.configs[flow as usize] = None;
-        self.records[flow as usize] = S::default();
+        self.records[flow as usize].core = S::default();
         Ok(cfg)
     }
 
@@ -399,7 +454,7 @@ impl<S: FlowRecord> FlowTable<S> {
     pub(crate) fn is_backlogged(&self, flow: FlowId) -> bool {
         self.records
             .get(flow as usize)
-            .is_some_and(FlowRecord::backlogged)
+            .is_some_and(|r| r.core.backlogged())
     }
 
     /// Number of backlogged flows.
@@ -420,24 +475,57 @@ impl<S: FlowRecord> FlowTable<S> {
         self.backlogged -= 1;
     }
 
-    /// The records, by flow id (for invariant checks).
-    pub(crate) fn records(&self) -> &[S] {
-        &self.records
+    /// The core records, by flow id (for invariant checks).
+    pub(crate) fn cores(&self) -> impl ExactSizeIterator<Item = &S> + '_ {
+        self.records.iter().map(|r| &r.core)
+    }
+
+    /// What is attached to `flow`.
+    #[inline]
+    pub(crate) fn attached(&self, flow: FlowId) -> Option<&A> {
+        self.records.get(flow as usize).map(|r| &r.attached)
+    }
+
+    /// What is attached to `flow`, mutably.
+    #[inline]
+    pub(crate) fn attached_mut(&mut self, flow: FlowId) -> Option<&mut A> {
+        self.records.get_mut(flow as usize).map(|r| &mut r.attached)
+    }
+
+    /// The core's state for `flow`, mutably; `None` for an id out of range (the
+    /// lists' end marker among them).
+    #[inline(always)]
+    pub(crate) fn core_mut(&mut self, flow: FlowId) -> Option<&mut S> {
+        self.records.get_mut(flow as usize).map(|r| &mut r.core)
+    }
+
+    /// The whole record of `flow`, mutably; `None` for an id out of range (the
+    /// lists' end marker among them).
+    #[inline(always)]
+    pub(crate) fn record_mut_checked(&mut self, flow: FlowId) -> Option<&mut Record<S, A>> {
+        self.records.get_mut(flow as usize)
+    }
+
+    /// The whole record of `flow`, mutably: one lookup for the core's state and
+    /// the attached value.
+    #[inline(always)]
+    pub(crate) fn record_mut(&mut self, flow: FlowId) -> &mut Record<S, A> {
+        &mut self.records[flow as usize]
     }
 }
 
-impl<S> core::ops::Index<FlowId> for FlowTable<S> {
+impl<S, A> core::ops::Index<FlowId> for FlowTable<S, A> {
     type Output = S;
     #[inline]
     fn index(&self, flow: FlowId) -> &S {
-        &self.records[flow as usize]
+        &self.records[flow as usize].core
     }
 }
 
-impl<S> core::ops::IndexMut<FlowId> for FlowTable<S> {
+impl<S, A> core::ops::IndexMut<FlowId> for FlowTable<S, A> {
     #[inline]
     fn index_mut(&mut self, flow: FlowId) -> &mut S {
-        &mut self.records[flow as usize]
+        &mut self.records[flow as usize].core
     }
 }
 

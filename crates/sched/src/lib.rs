@@ -46,7 +46,7 @@ pub mod wf2q;
 
 pub use drr::{Drr, DrrCore};
 pub use fifo::Fifo;
-pub use flows::{FlowCore, PerFlow, MAX_FLOWS};
+pub use flows::{FlowCore, FlowQueue, PacketCore, PerFlow, MAX_FLOWS};
 pub use packet::{ClassId, FlowId, Nanos, Packet, NO_DEADLINE};
 pub use pool::{Fifo as PacketFifo, PacketPool, MAX_POOL_CAPACITY};
 pub use prio::Prio;

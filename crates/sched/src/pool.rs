@@ -6,9 +6,15 @@
 //! moving a packet costs two index writes. Nothing here allocates after
 //! [`PacketPool::with_capacity`].
 //!
+//! Free slots are a stack of indices beside the slots, not a list threaded
+//! through them: taking a free slot reads the stack at its top, an address known
+//! without waiting for any load, where a threaded list makes each enqueue wait for
+//! the previous one's load of the next free slot (one dependent chain through
+//! every enqueue of a burst). Releasing a slot writes the stack, not the slot.
+//!
 //! Invariants (checked by [`PacketPool::check_invariants`] in tests):
-//! - a slot is either on the free list or on exactly one FIFO;
-//! - `len` equals the number of slots on FIFOs;
+//! - a slot is either on the free stack or on exactly one FIFO;
+//! - the slots in use are the capacity minus the free ones;
 //! - a FIFO's `packets`/`bytes` equal the count and summed `len` of its slots.
 
 use crate::packet::Packet;
@@ -22,7 +28,7 @@ pub const MAX_POOL_CAPACITY: usize = NIL as usize - 1;
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     pkt: Packet,
-    /// Next slot on the same FIFO, or on the free list; `NIL` ends either.
+    /// Next slot on the same FIFO; `NIL` at its tail (and in free slots).
     next: u32,
     /// Length of the packet in `next` while on a FIFO: lets a dequeue learn the
     /// new head's length without touching the new head's slot.
@@ -97,17 +103,17 @@ impl Fifo {
 #[derive(Clone, Debug)]
 pub struct PacketPool {
     slots: Vec<Slot>,
-    /// Head of the free list.
-    free: u32,
-    /// Slots in use.
-    len: u32,
+    /// The free slots' indices: `free[..top]`, the next one taken at `top - 1`.
+    free: Box<[u32]>,
+    /// Free slots.
+    top: u32,
 }
 
 impl PacketPool {
     /// Bytes a pool of `capacity` packets allocates.
     #[must_use]
     pub const fn bytes_for(capacity: u64) -> u64 {
-        capacity.saturating_mul(core::mem::size_of::<Slot>() as u64)
+        capacity.saturating_mul(core::mem::size_of::<Slot>() as u64 + 4)
     }
 
     /// A pool holding at most `capacity` packets (at most [`MAX_POOL_CAPACITY`]).
@@ -122,17 +128,20 @@ impl PacketPool {
             capacity <= MAX_POOL_CAPACITY,
             "packet pool capacity {capacity} exceeds the 32-bit index space"
         );
-        let slots = (0..capacity)
-            .map(|i| Slot {
+        let slots = vec![
+            Slot {
                 pkt: Packet::default(),
-                next: if i + 1 < capacity { i as u32 + 1 } else { NIL },
+                next: NIL,
                 next_len: 0,
-            })
-            .collect();
+            };
+            capacity
+        ];
+        // Slot 0 on top, so that a burst fills the slots in address order.
+        let free = (0..capacity as u32).rev().collect();
         PacketPool {
             slots,
-            free: if capacity == 0 { NIL } else { 0 },
-            len: 0,
+            free,
+            top: capacity as u32,
         }
     }
 
@@ -147,46 +156,63 @@ impl PacketPool {
     #[must_use]
     #[inline]
     pub fn len(&self) -> usize {
-        self.len as usize
+        self.slots.len() - self.top as usize
     }
 
     /// Whether no packet is stored.
     #[must_use]
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.top as usize == self.slots.len()
     }
 
     /// Whether the pool is full.
     #[must_use]
     #[inline]
     pub fn is_full(&self) -> bool {
-        self.free == NIL
+        self.top == 0
+    }
+
+    /// Puts slot `idx`, just emptied, back on the free stack.
+    #[inline(always)]
+    fn release(&mut self, idx: u32) {
+        // The stack has room for every slot and `idx` was not on it, so the
+        // lookup finds a place; it only keeps the packet path free of a panic.
+        debug_assert!((self.top as usize) < self.free.len(), "free stack overflow");
+        if let Some(top) = self.free.get_mut(self.top as usize) {
+            *top = idx;
+            self.top += 1;
+        }
     }
 
     /// Appends `pkt` to `fifo`; hands it back if the pool is full.
     #[inline]
     pub fn push_back(&mut self, fifo: &mut Fifo, pkt: Packet) -> Result<(), Packet> {
-        let idx = self.free;
-        if idx == NIL {
+        let Some(&idx) = self.free.get(self.top.wrapping_sub(1) as usize) else {
             return Err(pkt);
-        }
-        let slot = &mut self.slots[idx as usize];
-        self.free = slot.next;
+        };
+        // A free index is always a slot's; the failed lookup only keeps the
+        // packet path free of a panic.
+        let Some(slot) = self.slots.get_mut(idx as usize) else {
+            return Err(pkt);
+        };
+        self.top -= 1;
         slot.pkt = pkt;
         slot.next = NIL;
-        if fifo.tail == NIL {
-            fifo.head = idx;
-            fifo.head_len = pkt.len;
-        } else {
-            let tail = &mut self.slots[fifo.tail as usize];
-            tail.next = idx;
-            tail.next_len = pkt.len;
+        // One comparison tells an empty FIFO (`tail == NIL`) from a tail slot.
+        match self.slots.get_mut(fifo.tail as usize) {
+            Some(tail) => {
+                tail.next = idx;
+                tail.next_len = pkt.len;
+            }
+            None => {
+                fifo.head = idx;
+                fifo.head_len = pkt.len;
+            }
         }
         fifo.tail = idx;
         fifo.packets += 1;
         fifo.bytes += u64::from(pkt.len);
-        self.len += 1;
         Ok(())
     }
 
@@ -194,22 +220,17 @@ impl PacketPool {
     #[inline]
     pub fn pop_front(&mut self, fifo: &mut Fifo) -> Option<Packet> {
         let idx = fifo.head;
-        if idx == NIL {
-            return None;
-        }
-        let slot = &mut self.slots[idx as usize];
-        let pkt = slot.pkt;
-        fifo.head = slot.next;
-        fifo.head_len = slot.next_len;
-        if fifo.head == NIL {
+        let slot = self.slots.get(idx as usize)?;
+        let (pkt, next, next_len) = (slot.pkt, slot.next, slot.next_len);
+        self.release(idx);
+        fifo.head = next;
+        fifo.head_len = next_len;
+        if next == NIL {
             fifo.tail = NIL;
             fifo.head_len = 0;
         }
-        slot.next = self.free;
-        self.free = idx;
         fifo.packets -= 1;
         fifo.bytes -= u64::from(pkt.len);
-        self.len -= 1;
         Some(pkt)
     }
 
@@ -220,11 +241,9 @@ impl PacketPool {
     #[inline]
     pub fn pop_front_next(&mut self, fifo: &mut Fifo) -> Option<(Packet, Option<u32>)> {
         let idx = fifo.head;
-        let slot = self.slots.get_mut(idx as usize)?;
+        let slot = self.slots.get(idx as usize)?;
         let (pkt, next, next_len) = (slot.pkt, slot.next, slot.next_len);
-        slot.next = self.free;
-        self.free = idx;
-        self.len -= 1;
+        self.release(idx);
         fifo.head = next;
         fifo.head_len = next_len;
         fifo.packets -= 1;
@@ -316,16 +335,20 @@ impl PacketPool {
             assert_eq!(fifo.bytes, bytes, "fifo byte count");
             used += n as usize;
         }
-        assert_eq!(used, self.len as usize, "pool length vs slots on fifos");
-        let mut idx = self.free;
-        let mut free = 0usize;
-        while idx != NIL {
+        assert_eq!(used, self.len(), "pool length vs slots on fifos");
+        for &idx in &self.free[..self.top as usize] {
+            assert!(
+                (idx as usize) < self.slots.len(),
+                "free index {idx} out of range"
+            );
             assert!(!seen[idx as usize], "slot {idx} is both free and queued");
             seen[idx as usize] = true;
-            free += 1;
-            idx = self.slots[idx as usize].next;
         }
-        assert_eq!(used + free, self.slots.len(), "slots lost from every list");
+        assert_eq!(
+            used + self.top as usize,
+            self.slots.len(),
+            "slots lost from every list"
+        );
     }
 }
 

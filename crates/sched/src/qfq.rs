@@ -126,7 +126,7 @@
 //! GBT bounds `S_i <= ceil(V / sigma_i) sigma_i` (Theorem 3) and `V <= F_i + L`
 //! (Theorem 4) hold.
 
-use crate::flows::{FlowCore, FlowRecord, FlowTable, PerFlow};
+use crate::flows::{FlowCore, FlowQueue, FlowRecord, FlowTable, PerFlow};
 use crate::packet::FlowId;
 use crate::scheduler::{ConfigError, FlowConfig};
 use crate::vtime::{
@@ -226,11 +226,47 @@ struct Flow {
 }
 
 const _: () = assert!(core::mem::size_of::<Flow>() == 32);
+// A `PerFlow`'s record of a flow: QFQ's state and the flow's FIFO, 64 bytes.
+const _: () = assert!(core::mem::size_of::<crate::flows::Record<Flow, FlowQueue>>() == 64);
 
 impl Flow {
     /// The exact virtual start of the head packet.
     fn start(&self) -> u64 {
         self.f.wrapping_sub(u64::from(self.head_len) * self.inv_w)
+    }
+}
+
+/// What a flow's record held about the head it just sent.
+#[derive(Clone, Copy, Debug)]
+struct SentHead {
+    /// The head's exact virtual start (the previous finish).
+    s: u64,
+    /// The flow that followed in the bucket.
+    next: u32,
+    /// The head's length.
+    len: u32,
+}
+
+impl Flow {
+    /// The flow sent its head: its record is read and rewritten once, its old
+    /// link and head length out, then its new finish time (or idleness) and a
+    /// cleared link in.
+    #[inline(always)]
+    fn serve(&mut self, next: Option<u32>) -> SentHead {
+        let sent = SentHead {
+            s: self.f,
+            next: self.next,
+            len: self.head_len,
+        };
+        if let Some(len) = next {
+            // Eq. (2) on dequeue: S = F, F = S + l/phi for the new head.
+            self.f = sent.s.wrapping_add(u64::from(len) * self.inv_w);
+            self.head_len = len;
+            self.next = NIL;
+        } else {
+            self.backlogged = false;
+        }
+        sent
     }
 }
 
@@ -281,7 +317,7 @@ impl Group {
 
 /// The QFQ [`FlowCore`]; see the [module docs](self).
 #[derive(Clone, Debug)]
-pub struct QfqCore {
+pub struct QfqCore<A = ()> {
     /// The four group sets, indexed by `ER`, `EB`, `IR`, `IB`.
     sets: [u64; 4],
     clock: VirtualClock,
@@ -290,16 +326,27 @@ pub struct QfqCore {
     /// Groups by index (only `MIN_GROUP..=MAX_GROUP` are used; 64 so that a
     /// group index masked to 6 bits needs no bounds check).
     groups: Box<[Group; 64]>,
-    flows: FlowTable<Flow>,
+    flows: FlowTable<Flow, A>,
     /// Per flow, the wrap count of `f`, recorded when the flow goes idle: read
     /// only when it becomes backlogged again.
     epochs: Vec<u64>,
 }
 
 impl QfqCore {
+    /// A core for flow ids `0..max_flows` with nothing attached to its flows
+    /// (see [`QfqCore::with_attached`]).
+    pub fn new(max_flows: u32, max_packet: u32) -> Result<Self, ConfigError> {
+        Self::with_attached(max_flows, max_packet)
+    }
+}
+
+impl<A: Clone + Default> QfqCore<A> {
     /// A core for flow ids `0..max_flows` whose packets are at most `max_packet`
     /// bytes (`L`, at most [`MAX_PACKET`]).
-    pub fn new(max_flows: u32, max_packet: u32) -> Result<Self, ConfigError> {
+    ///
+    /// Each flow's record carries an `A` for the core's user
+    /// ([`FlowCore::attached`]).
+    pub fn with_attached(max_flows: u32, max_packet: u32) -> Result<Self, ConfigError> {
         let flows = FlowTable::new(max_flows)?;
         if max_packet == 0 || max_packet > MAX_PACKET {
             return Err(ConfigError::OutOfRange {
@@ -362,17 +409,24 @@ impl QfqCore {
     /// `slot` of group `gi`.
     #[inline]
     fn bucket_insert(&mut self, gi: usize, k: u32, slot: u32) {
+        let front = self.groups[gi % 64].front;
+        Self::append(&mut self.groups[gi % 64], &mut self.flows, front, k, slot);
+    }
+
+    /// Appends flow `k` (its `next` link `NIL`) to slot `slot` of group `g`, whose
+    /// slot 0 is bucket `front`. One comparison tells an empty bucket (its tail
+    /// `NIL`, beyond every flow id) from a tail flow to link behind.
+    #[inline(always)]
+    fn append(g: &mut Group, flows: &mut FlowTable<Flow, A>, front: u32, k: u32, slot: u32) {
         debug_assert!(
             slot < SLOTS,
             "flow {k}: slot {slot} beyond the bucket window"
         );
-        debug_assert_eq!(self.flows[k].next, NIL, "flow {k}: linked twice");
-        let g = &mut self.groups[gi % 64];
-        let b = &mut g.buckets[((g.front + slot) % SLOTS) as usize];
-        if b.tail == NIL {
-            b.head = k;
-        } else {
-            self.flows[b.tail].next = k;
+        debug_assert_eq!(flows[k].next, NIL, "flow {k}: linked twice");
+        let b = &mut g.buckets[((front + slot) % SLOTS) as usize];
+        match flows.core_mut(b.tail) {
+            Some(tail) => tail.next = k,
+            None => b.head = k,
         }
         b.tail = k;
         g.full |= 1 << (slot % SLOTS);
@@ -429,15 +483,55 @@ impl QfqCore {
         }
     }
 
-    /// The rest of Fig. 5 after group `gi` served a packet and `V` grew from
-    /// `old_v`: the group's window moves to its first full slot (or the group
+    /// Fig. 5 after flow `k` of group `gi`, the head flow of the first ER group
+    /// (whose slot 0 is bucket `front`), sent `head`: it leaves slot 0 and, if
+    /// `backlogged`, joins the slot of its new start; `V` grows by the packet.
+    #[inline(always)]
+    fn requeue(&mut self, k: FlowId, gi: usize, front: u32, head: SentHead, backlogged: bool) {
+        let shift = gi as u32;
+        debug_assert_eq!(
+            ffs(self.sets[ER]) as usize,
+            gi,
+            "served({k}) is not in the first ER group"
+        );
+        // The group's fields are read once and kept in registers: its window
+        // does not move here (only `slot0_emptied` moves it).
+        let g = &mut self.groups[gi % 64];
+        debug_assert_eq!(front, g.front);
+        let b = &mut g.buckets[(front % SLOTS) as usize];
+        debug_assert_eq!(b.head, k, "served({k}) is not the group's head flow");
+        b.head = head.next;
+        if head.next == NIL {
+            b.tail = NIL;
+            g.full &= !1;
+        }
+        let mut all_idle = false;
+        if backlogged {
+            let slot = (round_down(head.s, shift).wrapping_sub(g.s) >> shift) as u32;
+            Self::append(g, &mut self.flows, front, k, slot);
+        } else {
+            self.epochs[k as usize] = self.clock.epoch_of(head.s);
+            self.flows.went_idle();
+            all_idle = self.flows.backlogged() == 0;
+        }
+        let slot0_full = g.full & 1 == 1;
+        let old_v = self.clock.now();
+        self.clock.serve(head.len);
+        self.after_service(gi, slot0_full, old_v);
+        if all_idle {
+            self.clock.on_idle();
+        }
+    }
+
+    /// The rest of Fig. 5 after group `gi` served a packet (`slot0_full`: its
+    /// slot 0 still holds flows) and `V` grew from `old_v`: the group's window moves to its first full slot (or the group
     /// leaves ER), groups it blocked may unblock, and groups whose start `V`
     /// passed become eligible.
     #[inline(always)]
-    fn after_service(&mut self, gi: usize, old_v: u64) {
+    fn after_service(&mut self, gi: usize, slot0_full: bool, old_v: u64) {
         // Slot 0 still holding flows (most services) leaves the group as it
         // was: one test on the packet path.
-        if self.groups[gi % 64].full & 1 == 0 {
+        if !slot0_full {
             self.slot0_emptied(gi);
         }
 
@@ -482,7 +576,19 @@ impl QfqCore {
     }
 }
 
-impl FlowCore for QfqCore {
+impl<A: Clone + Default> FlowCore for QfqCore<A> {
+    type Attached = A;
+
+    #[inline]
+    fn attached(&self, flow: FlowId) -> Option<&A> {
+        self.flows.attached(flow)
+    }
+
+    #[inline]
+    fn attached_mut(&mut self, flow: FlowId) -> Option<&mut A> {
+        self.flows.attached_mut(flow)
+    }
+
     fn name(&self) -> &'static str {
         "qfq"
     }
@@ -632,47 +738,36 @@ impl FlowCore for QfqCore {
     // flows: 213 instructions per pair before, 199 after, generator included).
     #[inline(always)]
     fn served(&mut self, k: FlowId, next: Option<u32>) {
-        // The flow's record is read and rewritten once: its old link and head
-        // length, then its new finish time (or idleness) and a cleared link.
         let fl = &mut self.flows[k];
-        let (s, old_next, old_len) = (fl.f, fl.next, fl.head_len);
-        let shift = u32::from(fl.group) % 64;
-        let gi = shift as usize;
-        if let Some(len) = next {
-            // Eq. (2) on dequeue: S = F, F = S + l/phi for the new head.
-            fl.f = s.wrapping_add(u64::from(len) * fl.inv_w);
-            fl.head_len = len;
-            fl.next = NIL;
-        } else {
-            fl.backlogged = false;
+        let gi = usize::from(fl.group) % 64;
+        let head = fl.serve(next);
+        let front = self.groups[gi].front % SLOTS;
+        self.requeue(k, gi, front, head, next.is_some());
+    }
+
+    /// `peek`, the user's `pop` and `served` with one lookup of the flow's
+    /// record, which holds both the core's state and what `pop` works on.
+    #[inline(always)]
+    fn serve<R>(&mut self, pop: impl FnOnce(FlowId, &mut A) -> (R, Option<u32>)) -> Option<R> {
+        let er = self.sets[ER];
+        if er == 0 {
+            debug_assert_eq!(
+                self.flows.backlogged(),
+                0,
+                "backlogged flows but ER is empty"
+            );
+            return None;
         }
-        debug_assert_eq!(
-            ffs(self.sets[ER]) as usize,
-            gi,
-            "served({k}) is not in the first ER group"
-        );
-        // `k` leaves slot 0, whose head it is.
-        let g = &mut self.groups[gi];
-        let front = &mut g.buckets[(g.front % SLOTS) as usize];
-        debug_assert_eq!(front.head, k, "served({k}) is not the group's head flow");
-        front.head = old_next;
-        if old_next == NIL {
-            front.tail = NIL;
-            g.full &= !1;
-        }
-        if next.is_some() {
-            let slot = (round_down(s, shift).wrapping_sub(g.s) >> shift) as u32;
-            self.bucket_insert(gi, k, slot);
-        } else {
-            self.epochs[k as usize] = self.clock.epoch_of(s);
-            self.flows.went_idle();
-        }
-        let old_v = self.clock.now();
-        self.clock.serve(old_len);
-        self.after_service(gi, old_v);
-        if next.is_none() && self.flows.backlogged() == 0 {
-            self.clock.on_idle();
-        }
+        let gi = ffs(er) as usize % 64;
+        let g = &self.groups[gi];
+        let front = g.front % SLOTS;
+        let k = g.buckets[front as usize].head;
+        let rec = self.flows.record_mut(k);
+        let (r, next) = pop(k, &mut rec.attached);
+        debug_assert_eq!(usize::from(rec.core.group), gi, "flow {k} in group {gi}");
+        let head = rec.core.serve(next);
+        self.requeue(k, gi, front, head, next.is_some());
+        Some(r)
     }
 
     fn check_invariants(&self) {
@@ -683,7 +778,7 @@ impl FlowCore for QfqCore {
             "sets overlap: {:?}",
             self.sets
         );
-        let mut flows_seen = vec![false; self.flows.records().len()];
+        let mut flows_seen = vec![false; self.flows.max_flows() as usize];
         let mut n_flows = 0u32;
         for gi in 0..self.groups.len() {
             n_flows += self.check_group_buckets(gi, &mut flows_seen);
@@ -705,7 +800,7 @@ impl FlowCore for QfqCore {
 }
 
 // The parts of `check_invariants`, group by group.
-impl QfqCore {
+impl<A: Clone + Default> QfqCore<A> {
     /// Group `gi`'s buckets against its bitmap and its flows' starts; marks the
     /// flows seen and returns how many it holds.
     fn check_group_buckets(&self, gi: usize, flows_seen: &mut [bool]) -> u32 {
@@ -823,9 +918,9 @@ impl QfqCore {
 }
 
 /// The QFQ packet scheduler: a [`PerFlow`] around a [`QfqCore`].
-pub type Qfq = PerFlow<QfqCore>;
+pub type Qfq = PerFlow<QfqCore<FlowQueue>>;
 
-impl PerFlow<QfqCore> {
+impl PerFlow<QfqCore<FlowQueue>> {
     /// A scheduler for flow ids `0..max_flows` holding at most `capacity` packets,
     /// for packets up to [`MAX_PACKET`] bytes.
     pub fn new(max_flows: u32, capacity: usize) -> Result<Self, ConfigError> {
@@ -840,7 +935,7 @@ impl PerFlow<QfqCore> {
         max_packet: u32,
     ) -> Result<Self, ConfigError> {
         Ok(PerFlow::from_core(
-            QfqCore::new(max_flows, max_packet)?,
+            QfqCore::with_attached(max_flows, max_packet)?,
             capacity,
         ))
     }

@@ -169,10 +169,10 @@ impl DropCounts {
 pub struct Counters {
     /// Packets offered to `enqueue`, accepted or not.
     pub enqueued: u64,
-    /// Bytes offered to `enqueue`.
-    pub enqueued_bytes: u64,
     /// Packets returned by `dequeue`.
     pub dequeued: u64,
+    /// Bytes offered to `enqueue`.
+    pub enqueued_bytes: u64,
     /// Bytes returned by `dequeue`.
     pub dequeued_bytes: u64,
     /// Drops by reason.

@@ -32,7 +32,7 @@
 //! Invariants (checked by [`FlowCore::check_invariants`]): the heap holds each
 //! backlogged flow once under its start tag; every queued start tag is at least `v`.
 
-use crate::flows::{FlowCore, FlowTable, PerFlow};
+use crate::flows::{FlowCore, FlowQueue, FlowTable, PerFlow};
 use crate::heap::{Entry, VtHeap};
 use crate::packet::FlowId;
 use crate::scheduler::{ConfigError, FlowConfig};
@@ -42,8 +42,11 @@ use crate::vtime::{
 
 /// The STFQ [`FlowCore`]; see the [module docs](self).
 #[derive(Clone, Debug)]
-pub struct StfqCore {
-    flows: FlowTable<FlowTags>,
+pub struct StfqCore<A = ()> {
+    flows: FlowTable<FlowTags, A>,
+    /// Per flow, the wrap count of `F` recorded when it went idle (read only
+    /// when it becomes backlogged again).
+    epochs: Vec<u64>,
     /// Backlogged flows by `(S, seq)`.
     queue: VtHeap,
     /// `v`: start tag of the packet last sent (jumps only forward).
@@ -54,14 +57,26 @@ pub struct StfqCore {
 }
 
 impl StfqCore {
-    /// A core for flow ids `0..max_flows`.
+    /// A core for flow ids `0..max_flows` with nothing attached to its flows
+    /// (see [`StfqCore::with_attached`]).
     pub fn new(max_flows: u32) -> Result<Self, ConfigError> {
+        Self::with_attached(max_flows)
+    }
+}
+
+impl<A: Clone + Default> StfqCore<A> {
+    /// A core for flow ids `0..max_flows`.
+    ///
+    /// Each flow's record carries an `A` for the core's user
+    /// ([`FlowCore::attached`]).
+    pub fn with_attached(max_flows: u32) -> Result<Self, ConfigError> {
         let flows = FlowTable::new(max_flows)?;
         let n = max_flows as usize;
         Ok(StfqCore {
             flows,
             queue: VtHeap::with_capacity(n),
             clock: VirtualClock::new(),
+            epochs: vec![0; n],
             max_finish: 0,
             seq: 0,
         })
@@ -84,7 +99,19 @@ impl StfqCore {
     }
 }
 
-impl FlowCore for StfqCore {
+impl<A: Clone + Default> FlowCore for StfqCore<A> {
+    type Attached = A;
+
+    #[inline]
+    fn attached(&self, flow: FlowId) -> Option<&A> {
+        self.flows.attached(flow)
+    }
+
+    #[inline]
+    fn attached_mut(&mut self, flow: FlowId) -> Option<&mut A> {
+        self.flows.attached_mut(flow)
+    }
+
     fn name(&self) -> &'static str {
         "stfq"
     }
@@ -99,7 +126,9 @@ impl FlowCore for StfqCore {
             check_weight_and_size(flow, cfg.weight, cfg.max_packet, MAX_PACKET)?;
             debug_assert!(cfg.weight <= MAX_WEIGHT);
             Ok(FlowTags::new(clock, cfg.weight))
-        })
+        })?;
+        self.epochs[flow as usize] = self.clock.epoch();
+        Ok(())
     }
 
     fn remove_flow(&mut self, flow: FlowId) -> Result<(), ConfigError> {
@@ -119,7 +148,8 @@ impl FlowCore for StfqCore {
     }
 
     fn activate(&mut self, flow: FlowId, len: u32) {
-        self.flows[flow].activate(&self.clock, len);
+        let f_epoch = self.epochs[flow as usize];
+        self.flows[flow].activate(&self.clock, len, f_epoch);
         if self.flows.backlogged() == 0 {
             self.max_finish = self.clock.now();
         }
@@ -142,21 +172,22 @@ impl FlowCore for StfqCore {
         // v is the start tag of the packet now in service.
         self.clock.advance_to(fl.s);
         self.max_finish = vt_max(self.max_finish, fl.f);
-        if fl.served(&self.clock, next) {
-            self.push(flow);
-        } else {
+        if let Some(epoch) = fl.served(&self.clock, next) {
+            self.epochs[flow as usize] = epoch;
             self.flows.went_idle();
             if self.flows.backlogged() == 0 {
                 // End of the busy period: v becomes the largest finish tag served.
                 self.clock.advance_to(self.max_finish);
             }
+        } else {
+            self.push(flow);
         }
     }
 
     fn check_invariants(&self) {
         self.queue.check_order();
         let v = self.clock.now();
-        let mut seen = vec![false; self.flows.records().len()];
+        let mut seen = vec![false; self.flows.max_flows() as usize];
         for e in self.queue.iter() {
             let fl = &self.flows[e.flow];
             assert!(!seen[e.flow as usize], "flow {} queued twice", e.flow);
@@ -179,12 +210,15 @@ impl FlowCore for StfqCore {
 }
 
 /// The Start-time Fair Queueing packet scheduler: a [`PerFlow`] around a [`StfqCore`].
-pub type Stfq = PerFlow<StfqCore>;
+pub type Stfq = PerFlow<StfqCore<FlowQueue>>;
 
-impl PerFlow<StfqCore> {
+impl PerFlow<StfqCore<FlowQueue>> {
     /// A scheduler for flow ids `0..max_flows` holding at most `capacity` packets.
     pub fn new(max_flows: u32, capacity: usize) -> Result<Self, ConfigError> {
-        Ok(PerFlow::from_core(StfqCore::new(max_flows)?, capacity))
+        Ok(PerFlow::from_core(
+            StfqCore::with_attached(max_flows)?,
+            capacity,
+        ))
     }
 }
 

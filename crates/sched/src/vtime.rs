@@ -329,12 +329,13 @@ pub(crate) struct FlowTags {
     pub(crate) f: u64,
     /// `ceil(2^FRAC_BITS / weight)`.
     pub(crate) inv_w: u64,
-    /// Wrap count of `f`, recorded when the flow goes idle.
-    pub(crate) f_epoch: u64,
     /// Length of the head packet.
     pub(crate) head_len: u32,
     pub(crate) backlogged: bool,
 }
+
+// With a `PerFlow`'s 32-byte FIFO beside them, one 64-byte record per flow.
+const _: () = assert!(core::mem::size_of::<FlowTags>() == 32);
 
 impl crate::flows::FlowRecord for FlowTags {
     #[inline]
@@ -350,21 +351,22 @@ impl FlowTags {
             s: clock.now(),
             f: clock.now(),
             inv_w: inv_weight(weight),
-            f_epoch: clock.epoch(),
             head_len: 0,
             backlogged: false,
         }
     }
 
     /// An idle flow turns backlogged with a head of `len` bytes:
-    /// `S = max(V, F)`, `F = S + len / w`.
+    /// `S = max(V, F)`, `F = S + len / w`; `f_epoch` is the wrap count of `F`
+    /// recorded when the flow went idle (kept by the core apart from the tags,
+    /// which it would push past 32 bytes).
     #[inline]
-    pub(crate) fn activate(&mut self, clock: &VirtualClock, len: u32) {
+    pub(crate) fn activate(&mut self, clock: &VirtualClock, len: u32, f_epoch: u64) {
         debug_assert!(
             self.inv_w != 0 && !self.backlogged,
             "activate: not an idle flow"
         );
-        self.s = if clock.is_ahead(self.f, self.f_epoch) {
+        self.s = if clock.is_ahead(self.f, f_epoch) {
             self.f
         } else {
             clock.now()
@@ -374,20 +376,20 @@ impl FlowTags {
     }
 
     /// The head was served: the next head, of `next` bytes, starts where it
-    /// finished; without one the flow goes idle, its `F` dated against `clock`.
-    /// Returns whether the flow is still backlogged.
+    /// finished. Without one the flow goes idle: the wrap count of its `F` against
+    /// `clock` is returned, for the core to keep until the flow's next
+    /// [`FlowTags::activate`].
     #[inline]
-    pub(crate) fn served(&mut self, clock: &VirtualClock, next: Option<u32>) -> bool {
+    pub(crate) fn served(&mut self, clock: &VirtualClock, next: Option<u32>) -> Option<u64> {
         self.s = self.f;
         match next {
             Some(len) => {
                 self.set_head(len);
-                true
+                None
             }
             None => {
                 self.backlogged = false;
-                self.f_epoch = clock.epoch_of(self.f);
-                false
+                Some(clock.epoch_of(self.f))
             }
         }
     }

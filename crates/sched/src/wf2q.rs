@@ -43,7 +43,7 @@
 //! flows have `S <= V` and waiting ones `S > V`; if any flow is backlogged some flow
 //! is eligible.
 
-use crate::flows::{FlowCore, FlowTable, PerFlow};
+use crate::flows::{FlowCore, FlowQueue, FlowTable, PerFlow};
 use crate::heap::{Entry, VtHeap};
 use crate::packet::FlowId;
 use crate::scheduler::{ConfigError, FlowConfig};
@@ -51,8 +51,11 @@ use crate::vtime::{check_weight_and_size, vt_gt, vt_le, FlowTags, VirtualClock, 
 
 /// The WF²Q+ [`FlowCore`]; see the [module docs](self).
 #[derive(Clone, Debug)]
-pub struct Wf2qCore {
-    flows: FlowTable<FlowTags>,
+pub struct Wf2qCore<A = ()> {
+    flows: FlowTable<FlowTags, A>,
+    /// Per flow, the wrap count of `F` recorded when it went idle (read only
+    /// when it becomes backlogged again).
+    epochs: Vec<u64>,
     /// Eligible flows by `(F, seq)`.
     eligible: VtHeap,
     /// Ineligible flows by `(S, seq)`.
@@ -63,8 +66,19 @@ pub struct Wf2qCore {
 }
 
 impl Wf2qCore {
-    /// A core for flow ids `0..max_flows`.
+    /// A core for flow ids `0..max_flows` with nothing attached to its flows
+    /// (see [`Wf2qCore::with_attached`]).
     pub fn new(max_flows: u32) -> Result<Self, ConfigError> {
+        Self::with_attached(max_flows)
+    }
+}
+
+impl<A: Clone + Default> Wf2qCore<A> {
+    /// A core for flow ids `0..max_flows`.
+    ///
+    /// Each flow's record carries an `A` for the core's user
+    /// ([`FlowCore::attached`]).
+    pub fn with_attached(max_flows: u32) -> Result<Self, ConfigError> {
         let flows = FlowTable::new(max_flows)?;
         let n = max_flows as usize;
         Ok(Wf2qCore {
@@ -72,6 +86,7 @@ impl Wf2qCore {
             eligible: VtHeap::with_capacity(n),
             waiting: VtHeap::with_capacity(n),
             clock: VirtualClock::new(),
+            epochs: vec![0; n],
             seq: 0,
         })
     }
@@ -124,7 +139,19 @@ impl Wf2qCore {
     }
 }
 
-impl FlowCore for Wf2qCore {
+impl<A: Clone + Default> FlowCore for Wf2qCore<A> {
+    type Attached = A;
+
+    #[inline]
+    fn attached(&self, flow: FlowId) -> Option<&A> {
+        self.flows.attached(flow)
+    }
+
+    #[inline]
+    fn attached_mut(&mut self, flow: FlowId) -> Option<&mut A> {
+        self.flows.attached_mut(flow)
+    }
+
     fn name(&self) -> &'static str {
         "wf2q+"
     }
@@ -139,7 +166,9 @@ impl FlowCore for Wf2qCore {
             check_weight_and_size(flow, cfg.weight, cfg.max_packet, MAX_PACKET)?;
             clock.add_weight(flow, cfg.weight)?;
             Ok(FlowTags::new(clock, cfg.weight))
-        })
+        })?;
+        self.epochs[flow as usize] = self.clock.epoch();
+        Ok(())
     }
 
     fn remove_flow(&mut self, flow: FlowId) -> Result<(), ConfigError> {
@@ -162,7 +191,8 @@ impl FlowCore for Wf2qCore {
     }
 
     fn activate(&mut self, flow: FlowId, len: u32) {
-        self.flows[flow].activate(&self.clock, len);
+        let f_epoch = self.epochs[flow as usize];
+        self.flows[flow].activate(&self.clock, len, f_epoch);
         self.flows.activated();
         self.insert(flow);
         self.settle();
@@ -181,10 +211,11 @@ impl FlowCore for Wf2qCore {
         );
         let fl = &mut self.flows[flow];
         self.clock.serve(fl.head_len);
-        if fl.served(&self.clock, next) {
-            self.insert(flow);
-        } else {
+        if let Some(epoch) = fl.served(&self.clock, next) {
+            self.epochs[flow as usize] = epoch;
             self.flows.went_idle();
+        } else {
+            self.insert(flow);
         }
         self.settle();
         if self.flows.backlogged() == 0 {
@@ -196,7 +227,7 @@ impl FlowCore for Wf2qCore {
         self.eligible.check_order();
         self.waiting.check_order();
         let v = self.clock.now();
-        let mut seen = vec![false; self.flows.records().len()];
+        let mut seen = vec![false; self.flows.max_flows() as usize];
         for e in self.eligible.iter() {
             let fl = &self.flows[e.flow];
             assert!(!seen[e.flow as usize], "flow {} queued twice", e.flow);
@@ -237,12 +268,15 @@ impl FlowCore for Wf2qCore {
 }
 
 /// The WF²Q+ packet scheduler: a [`PerFlow`] around a [`Wf2qCore`].
-pub type Wf2qPlus = PerFlow<Wf2qCore>;
+pub type Wf2qPlus = PerFlow<Wf2qCore<FlowQueue>>;
 
-impl PerFlow<Wf2qCore> {
+impl PerFlow<Wf2qCore<FlowQueue>> {
     /// A scheduler for flow ids `0..max_flows` holding at most `capacity` packets.
     pub fn new(max_flows: u32, capacity: usize) -> Result<Self, ConfigError> {
-        Ok(PerFlow::from_core(Wf2qCore::new(max_flows)?, capacity))
+        Ok(PerFlow::from_core(
+            Wf2qCore::with_attached(max_flows)?,
+            capacity,
+        ))
     }
 }
 

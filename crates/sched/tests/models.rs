@@ -10,8 +10,8 @@
 use eiffel_sched::qfq::{group_index, SLOTS};
 use eiffel_sched::vtime::{inv_weight, vt_le, vt_lt, VirtualClock};
 use eiffel_sched::{
-    DropReason, Drr, FlowConfig, FlowCore, FlowId, FlowScheduler, Packet, PerFlow, Qfq, Scheduler,
-    Stfq, Wf2qPlus,
+    DropReason, Drr, FlowConfig, FlowId, FlowScheduler, Packet, PacketCore, PerFlow, Qfq,
+    Scheduler, Stfq, Wf2qPlus,
 };
 use proptest::prelude::*;
 use std::collections::VecDeque;
@@ -31,7 +31,7 @@ impl<R: Reference> Reference for &mut R {
     }
 }
 
-/// A reference policy: the same protocol as [`FlowCore`], computed naively.
+/// A reference policy: the same protocol as [`eiffel_sched::FlowCore`], computed naively.
 trait Reference {
     fn activate(&mut self, flow: usize, len: u32);
     fn peek(&mut self) -> Option<usize>;
@@ -120,7 +120,7 @@ fn skewed_scenario() -> impl Strategy<Value = Scenario> {
 }
 
 /// Runs `ops` through `sched` and `reference` side by side.
-fn check<C: FlowCore, R: Reference>(
+fn check<C: PacketCore, R: Reference>(
     sc: &Scenario,
     mut sched: PerFlow<C>,
     mut reference: R,

@@ -7,7 +7,7 @@
 //! Run `cargo test -p eiffel-sim --test bounds -- --nocapture` to see the tables;
 //! `-- --ignored` adds a larger sweep.
 
-use eiffel_sched::{Drr, FlowConfig, FlowCore, FlowScheduler, PerFlow, Qfq, Stfq, Wf2qPlus};
+use eiffel_sched::{Drr, FlowConfig, FlowScheduler, PacketCore, PerFlow, Qfq, Stfq, Wf2qPlus};
 use eiffel_sim::{audit, generate, run, Arrival, FlowSpec, Link, Pattern, Report, Trace};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -71,7 +71,7 @@ fn random_case(seed: u64, target_packets: usize) -> Case {
     }
 }
 
-fn configure<C: FlowCore>(mut s: PerFlow<C>, case: &Case) -> PerFlow<C> {
+fn configure<C: PacketCore>(mut s: PerFlow<C>, case: &Case) -> PerFlow<C> {
     for (f, (&w, &l)) in case.weights.iter().zip(&case.max_packets).enumerate() {
         s.add_flow(f as u32, FlowConfig::weight(w).max_packet(l))
             .unwrap();
