@@ -511,7 +511,24 @@ pub fn render(r: &RunReport) -> String {
         "\ntotals: {} enqueued = {} dequeued + {} dropped + {} queued\n",
         c.enqueued, c.dequeued, c.dropped, c.queued
     ));
+    out.push_str(&window_warnings(r));
     out
+}
+
+/// A line per node whose queues placed ranks outside their window, where the
+/// departure order stops following the ranks.
+fn window_warnings(r: &RunReport) -> String {
+    r.nodes
+        .iter()
+        .filter(|n| n.out_of_window > 0)
+        .map(|n| {
+            format!(
+                "warning: node {}: {} ranks fell outside its queue's window and may have left \
+                 out of rank order; widen the window (`buckets`, `granularity`)\n",
+                n.path, n.out_of_window
+            )
+        })
+        .collect()
 }
 
 /// Writes rates over time per leaf as an SVG line chart.

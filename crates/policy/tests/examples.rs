@@ -419,6 +419,42 @@ fn edf_serves_the_earliest_deadline_first() {
     assert!(p99("urgent") < p99("interactive") && p99("interactive") < p99("background"));
 }
 
+/// The EDF example at 113% load: the backlog's deadlines spread wider than the
+/// queue's automatic window, the overflow is reported per node, and a window
+/// wide enough for the spread restores the earliest-deadline order.
+#[test]
+fn edf_reports_ranks_outside_the_window_and_a_wider_window_keeps_the_order() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let text = std::fs::read_to_string(root.join("workloads/edf.toml")).unwrap();
+    let overloaded = text
+        .replace("seed = 2", "seed = 5")
+        .replace("rate = \"13Mbit\"", "rate = \"20Mbit\"");
+    assert_ne!(
+        overloaded, text,
+        "the example workload changed: update this test"
+    );
+    let w = WorkloadFile::parse(&overloaded, "edf-overload.toml").unwrap();
+    let (policy, _) = example("edf");
+    let report = run_with(&policy, &w, RunOptions::from_workload(&w), |_| {}, &mut ());
+    accounts(&report);
+    assert!(node(&report, "flows").out_of_window > 0);
+
+    let wide_text = std::fs::read_to_string(root.join("policies/edf.toml"))
+        .unwrap()
+        .replace("flows = 256", "flows = 256\nbuckets = 65536");
+    let wide = Policy::parse(&wide_text, "edf-wide.toml").unwrap();
+    let mut obs = (
+        EdfOrder {
+            queued: Queued::default(),
+        },
+        Invariants { sent: 0 },
+    );
+    let report = run_with(&wide, &w, RunOptions::from_workload(&w), |_| {}, &mut obs);
+    accounts(&report);
+    assert_eq!(node(&report, "flows").out_of_window, 0);
+    assert!(obs.0.queued.served > 20_000);
+}
+
 #[test]
 fn hclock_meets_reservations_before_sharing_the_rest() {
     let (policy, w) = example("hclock");

@@ -115,6 +115,11 @@ pub struct NodeReport {
     pub queued: u64,
     /// Drops by reason.
     pub drops: BTreeMap<String, u64>,
+    /// Ranks its queues could not place in rank order: clamped to an end of a
+    /// queue's window, or below a window and served first. Their packets may have
+    /// left out of rank order; a non-zero count asks for a wider window (more
+    /// buckets or a coarser granularity).
+    pub out_of_window: u64,
     /// Sojourn times of the packets it sent.
     #[serde(flatten)]
     pub latency: Latency,
@@ -357,6 +362,11 @@ fn node_reports(tree: &PolicyTree, m: &Metrics, opts: RunOptions) -> Vec<NodeRep
             dropped: v.counters.dropped_total(),
             queued: v.backlog.packets,
             drops: drops(&v.counters),
+            out_of_window: v
+                .queue_stats
+                .iter()
+                .map(|q| q.clamped_low + q.clamped_high + q.underflow)
+                .sum(),
             latency: Latency::of(&latency[v.index]),
         })
         .collect()
