@@ -32,6 +32,7 @@ pub mod link;
 pub mod locked;
 pub mod mailbox;
 pub mod pad;
+mod prefetch;
 pub mod runtime;
 mod sleeper;
 mod sync;

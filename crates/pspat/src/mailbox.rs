@@ -185,7 +185,7 @@ impl<T> Slots<T> {
     #[inline]
     fn prefetch(&self, i: usize) {
         debug_assert!(i < self.len);
-        crate::pad::prefetch(self.base.as_ptr().wrapping_add(i * self.stride));
+        crate::prefetch::prefetch(self.base.as_ptr().wrapping_add(i * self.stride));
     }
 }
 
