@@ -35,6 +35,9 @@ struct Book {
     active: bool,
     /// Round in which this client was the newest entry of some list.
     kept_round: u64,
+    /// Mailbox slots of delivered packets not yet given back (see
+    /// [`Arbiter::give_back`]).
+    delivered_unreleased: u32,
     report: ClientReport,
 }
 
@@ -95,6 +98,8 @@ pub(super) struct Arbiter<S, X> {
     keep: Vec<u32>,
     /// Scratch: clients being trimmed this round.
     trim: Vec<u32>,
+    /// Clients with a non-zero `delivered_unreleased`.
+    owed: Vec<u32>,
     tags: Tags,
     link: Link,
     out: Output<X>,
@@ -125,6 +130,7 @@ impl<S, X> Arbiter<S, X> {
             books: vec![Book::default(); clients],
             active: Vec::with_capacity(clients),
             trim: Vec::with_capacity(clients),
+            owed: Vec::with_capacity(clients),
             tags: Tags::new(clients * parts.mailbox_slots, parts.aggregate.is_some()),
             link: parts.link,
             out: parts.out,
@@ -414,8 +420,12 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
             self.stats.decisions += 1;
             let mut room = true;
             self.unchain(entry, |a, client, pkt| {
-                a.consumers[client as usize].release(1);
-                a.books[client as usize].report.delivered += 1;
+                let book = &mut a.books[client as usize];
+                if book.delivered_unreleased == 0 {
+                    a.owed.push(client);
+                }
+                book.delivered_unreleased += 1;
+                book.report.delivered += 1;
                 a.stats.released += 1;
                 room &= a.out.push(pkt, &a.shared);
             });
@@ -423,7 +433,21 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
                 break;
             }
         }
+        self.give_back();
         any
+    }
+
+    /// Frees the mailbox slots of the packets delivered since the last call, one
+    /// release per client: the clients' mailboxes learn of them at the end of the
+    /// release loop rather than packet by packet, which keeps the loop on the
+    /// scheduler and the output.
+    fn give_back(&mut self) {
+        for &client in &self.owed {
+            let book = &mut self.books[client as usize];
+            self.consumers[client as usize].release(book.delivered_unreleased as usize);
+            book.delivered_unreleased = 0;
+        }
+        self.owed.clear();
     }
 
     fn publish(&mut self) {
