@@ -711,7 +711,9 @@ impl Scheduler for PolicyTree {
                         g.on_send(now, pkt.len);
                     }
                     if let Some(p) = &mut fl.pacer {
-                        flow.due = p.on_send(f, &pkt, next.as_ref().map(|n| n.pkt), now).unwrap_or(0);
+                        flow.due = p
+                            .on_send(f, &pkt, next.as_ref().map(|n| n.pkt), now)
+                            .unwrap_or(0);
                     }
                     if next.is_some() {
                         let hold = flow_hold(flow.gcra.as_ref(), flow.due, now, self.slack);
