@@ -527,7 +527,7 @@ impl<T: Copy + Send> Consumer<T> {
     /// stay occupied until [`Consumer::release`]. `out` does not grow beyond its
     /// capacity if it has room for `max`.
     ///
-    /// Whole runs are copied without per-slot checks (see [`Consumer::take_run`]).
+    /// A run whose last slot is marked is copied without per-slot checks.
     /// When fewer than `max` values wait, the values of the lines the producer has
     /// finished are taken a line at a time, and a line it is still filling is read
     /// slot by slot only when nothing else waits: reading the slots right behind a
