@@ -97,7 +97,7 @@ pub use discipline::{
     DEFAULT_PERIOD, MAX_CALENDAR_BYTES, MAX_PERIOD, MAX_POLICER_RATE,
 };
 pub use footprint::{Allocation, Footprint, Part};
-use node::{Kind, Node, NONE};
+use node::{FlowLeaf, Kind, Node, NONE};
 pub use program::{Field, Op, Program, ProgramError, RankProgram, Var, MAX_STACK, MAX_STATE};
 use sched::{Next, NodeSched};
 pub use select::QueuePlan;
@@ -179,6 +179,49 @@ fn sched_of(nodes: &mut [Node], n: u32) -> &mut NodeSched {
         Some(s) => s,
         None => unreachable!("a FIFO leaf has no units"),
     }
+}
+
+/// Takes the packet of the flow a per-flow leaf (node `n`) selects, and tells its
+/// flow scheduler what the flow has next: nothing when the flow is empty or
+/// its limit or release program holds it (the flow then waits in the shaper).
+fn dequeue_flow(
+    fl: &mut FlowLeaf,
+    pool: &mut PacketPool,
+    shaper: &mut Shaper,
+    slack: Nanos,
+    n: u32,
+    now: Nanos,
+) -> Packet {
+    let f = fl.sched.select(now).expect("a leaf with a head has a flow");
+    let flow = &mut fl.flows[f as usize];
+    let pkt = pool
+        .pop_front(&mut flow.fifo)
+        .expect("a queued flow has a packet");
+    if let Some(m) = &mut fl.minima {
+        m.pop(&mut flow.min, pkt.remaining);
+        fl.sched.units_mut()[f as usize].queued_min = m.min(&flow.min).unwrap_or(u64::MAX);
+    }
+    let mut next = pool.front(&flow.fifo).map(|p| Next {
+        pkt: p,
+        len: flow.fifo.front_len(),
+    });
+    if let Some(g) = &mut flow.gcra {
+        g.on_send(now, pkt.len);
+    }
+    if let Some(p) = &mut fl.pacer {
+        flow.due = p
+            .on_send(f, &pkt, next.as_ref().map(|n| n.pkt), now)
+            .unwrap_or(0);
+    }
+    if next.is_some() {
+        if let Some(at) = flow_hold(flow.gcra.as_ref(), flow.due, now, slack) {
+            flow.throttled = true;
+            let _ = shaper.throttle(now, at, Throttled { node: n, flow: f });
+            next = None;
+        }
+    }
+    fl.sched.served(f, &pkt, next, now);
+    pkt
 }
 
 /// Until when flow state holds a flow back at `now`: its limit (beyond the
@@ -692,41 +735,7 @@ impl Scheduler for PolicyTree {
                         .expect("a leaf with a head has a packet")
                 }
                 Kind::Flows(fl) => {
-                    let f = fl.sched.select(now).expect("a leaf with a head has a flow");
-                    let flow = &mut fl.flows[f as usize];
-                    let pkt = self
-                        .pool
-                        .pop_front(&mut flow.fifo)
-                        .expect("a queued flow has a packet");
-                    if let Some(m) = &mut fl.minima {
-                        m.pop(&mut flow.min, pkt.remaining);
-                        fl.sched.units_mut()[f as usize].queued_min =
-                            m.min(&flow.min).unwrap_or(u64::MAX);
-                    }
-                    let mut next = self.pool.front(&flow.fifo).map(|p| Next {
-                        pkt: p,
-                        len: flow.fifo.front_len(),
-                    });
-                    if let Some(g) = &mut flow.gcra {
-                        g.on_send(now, pkt.len);
-                    }
-                    if let Some(p) = &mut fl.pacer {
-                        flow.due = p
-                            .on_send(f, &pkt, next.as_ref().map(|n| n.pkt), now)
-                            .unwrap_or(0);
-                    }
-                    if next.is_some() {
-                        let hold = flow_hold(flow.gcra.as_ref(), flow.due, now, self.slack);
-                        if let Some(at) = hold {
-                            flow.throttled = true;
-                            let _ = self
-                                .shaper
-                                .throttle(now, at, Throttled { node: n, flow: f });
-                            next = None;
-                        }
-                    }
-                    fl.sched.served(f, &pkt, next, now);
-                    break pkt;
+                    break dequeue_flow(fl, &mut self.pool, &mut self.shaper, self.slack, n, now)
                 }
             }
         };
