@@ -119,7 +119,7 @@ impl Case {
         } else {
             // A weight means something only under wfq, a priority only under
             // strict (the compiler refuses the other).
-            let strict = self.builtin == "strict";
+            let strict = self.builtin == "discipline = \"strict\"";
             for i in 0..LEAVES {
                 let setting = if strict {
                     format!("priority = {}", i % 8)
