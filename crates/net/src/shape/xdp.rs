@@ -800,6 +800,15 @@ impl eiffel_pspat::Transmit for XdpSink {
             self.stage(pkt);
         }
         self.flush();
+        self.kick_and_reap();
+        self.publish();
+    }
+}
+
+impl XdpSink {
+    /// Wakes the device for what is staged if it asks, freeing what it finished
+    /// sending meanwhile.
+    fn kick_and_reap(&mut self) {
         let XdpSink {
             tx,
             drainers,
@@ -813,7 +822,6 @@ impl eiffel_pspat::Transmit for XdpSink {
         kick(tx, tally, &mut |tx: &mut TxHalf| {
             XdpSink::reap(tx, drainers, pools, chunk, bad_descriptor);
         });
-        self.publish();
     }
 }
 
@@ -822,25 +830,21 @@ impl Drop for XdpSink {
     /// counts end at zero.
     fn drop(&mut self) {
         let deadline = Instant::now() + Duration::from_millis(100);
-        let XdpSink {
-            tx,
-            drainers,
-            pools,
-            chunk,
-            tally,
-            bad_descriptor,
-            ..
-        } = self;
-        let chunk = *chunk;
-        let mut reap = |tx: &mut TxHalf| XdpSink::reap(tx, drainers, pools, chunk, bad_descriptor);
         while Instant::now() < deadline {
-            kick(tx, tally, &mut reap);
-            if tx.pending() == 0 {
+            self.kick_and_reap();
+            if self.tx.pending() == 0 {
                 break;
             }
             std::thread::sleep(Duration::from_micros(100));
         }
-        reap(tx);
+        let chunk = self.chunk;
+        XdpSink::reap(
+            &mut self.tx,
+            &mut self.drainers,
+            &self.pools,
+            chunk,
+            &mut self.bad_descriptor,
+        );
     }
 }
 
