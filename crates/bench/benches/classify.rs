@@ -3,8 +3,14 @@
 //!   `eiffel_classify::checksum::complete`, against `etherparse` (slice the frame,
 //!   then `TcpHeader::calc_checksum_ipv4` over the payload), the crate a user would
 //!   pick;
+//! - parsing a frame's headers into a flow key: the direct reading of common
+//!   frames (`wire::parse`) against etherparse's strict slicing alone
+//!   (`wire::parse_general`);
 //! - classifying a frame, without rank annotations and with all of them (rank
-//!   from DSCP, deadline from a UDP payload field, attained bytes per flow).
+//!   from DSCP, deadline from a UDP payload field, attained bytes per flow);
+//! - classifying frames of 65,536 flows in random order through a table of
+//!   65,536 flows (beyond the caches), one at a time and in bursts of 32
+//!   (`classify_burst`: the lookups' cache misses overlap).
 
 use std::hint::black_box;
 
@@ -25,12 +31,13 @@ fn tcp_frame(payload: usize) -> Vec<u8> {
     out
 }
 
-fn udp_frames(flows: u16) -> Vec<Vec<u8>> {
+fn udp_frames(flows: u32) -> Vec<Vec<u8>> {
     (0..flows)
         .map(|i| {
+            let [_, _, hi, lo] = i.to_be_bytes();
             let b = PacketBuilder::ethernet2([1; 6], [2; 6])
-                .ipv4([198, 18, 0, 1], [198, 18, 0, 2], 64)
-                .udp(10_000 + i, 5201);
+                .ipv4([198, 18, hi, 1], [198, 18, 0, 2], 64)
+                .udp(10_000 + u16::from(lo), 5201);
             let mut out = Vec::new();
             b.write(&mut out, &[0u8; 18]).unwrap();
             out
@@ -114,9 +121,74 @@ fn classify(c: &mut Criterion) {
     g.finish();
 }
 
+fn parse(c: &mut Criterion) {
+    let frames = udp_frames(1024);
+    let mut g = c.benchmark_group("parse_64B");
+    g.throughput(Throughput::Elements(frames.len() as u64));
+    g.bench_function("eiffel_parse", |b| {
+        b.iter(|| {
+            for f in &frames {
+                black_box(eiffel_classify::wire::parse(black_box(f)).ok());
+            }
+        })
+    });
+    g.bench_function("etherparse_slicing", |b| {
+        b.iter(|| {
+            for f in &frames {
+                black_box(eiffel_classify::wire::parse_general(black_box(f)).ok());
+            }
+        })
+    });
+    g.finish();
+}
+
+/// A fixed pseudo-random permutation of `0..n` (xorshift, Fisher-Yates).
+fn shuffled(n: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for i in (1..n).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        order.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+    order
+}
+
+fn classify_large_table(c: &mut Criterion) {
+    const FLOWS: u32 = 65_536;
+    let frames = udp_frames(FLOWS);
+    let order = shuffled(frames.len());
+    let slices: Vec<&[u8]> = order.iter().map(|&i| frames[i].as_slice()).collect();
+    let mut g = c.benchmark_group("classify_64B_65536_flows");
+    g.throughput(Throughput::Elements(slices.len() as u64));
+    let mut table = spec(AnnotateSpec::default());
+    table.flow_table.max_flows = FLOWS;
+    let mut one = table.classifier(|_| Some(0)).unwrap();
+    let mut burst = one.clone();
+    let mut now = 0;
+    g.bench_function("single", |b| {
+        b.iter(|| {
+            now += 100;
+            for f in &slices {
+                black_box(one.classify(f, now).ok());
+            }
+        })
+    });
+    g.bench_function("burst", |b| {
+        b.iter(|| {
+            now += 100;
+            burst.classify_burst(&slices, now, |_, r| {
+                black_box(r.ok());
+            });
+        })
+    });
+    g.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20);
-    targets = checksum, classify
+    targets = checksum, parse, classify, classify_large_table
 }
 criterion_main!(benches);

@@ -186,29 +186,46 @@ impl Annotator {
     /// says the packet's flow slot now holds a new flow.
     #[inline]
     pub fn annotate(&mut self, pkt: &mut Packet, frame: &[u8], headers: &Headers, new_flow: bool) {
+        let field = self.read(frame, headers);
+        self.annotate_read(pkt, headers, field, new_flow);
+    }
+
+    /// What [`Annotator::annotate`] needs from the frame's bytes: the deadline
+    /// field's value, when one is configured and the frame carries it. Read
+    /// while the frame is at hand; the rest of the annotation needs only the
+    /// headers ([`Annotator::annotate_read`]).
+    #[inline]
+    #[must_use]
+    pub fn read(&self, frame: &[u8], headers: &Headers) -> Option<u32> {
+        let (field, _) = self.deadline?;
+        read_field(frame, headers, field?)
+    }
+
+    /// [`Annotator::annotate`] with the deadline field already read
+    /// ([`Annotator::read`]).
+    #[inline]
+    pub fn annotate_read(
+        &mut self,
+        pkt: &mut Packet,
+        headers: &Headers,
+        field: Option<u32>,
+        new_flow: bool,
+    ) {
         if self.rank == RankFrom::Dscp {
             pkt.rank = headers
                 .key
                 .ip
                 .map_or(0, |ip| u64::from(63 - (ip.dscp & 63)));
         }
-        if let Some((field, unit)) = self.deadline {
-            pkt.deadline = self.deadline_of(pkt, frame, headers, field, unit);
+        if let Some((_, unit)) = self.deadline {
+            pkt.deadline = self.deadline_of(pkt, field, unit);
         }
         if !matches!(self.remaining, RemainingFrom::None) {
             pkt.remaining = self.attain(pkt.flow, pkt.len, new_flow);
         }
     }
 
-    fn deadline_of(
-        &self,
-        pkt: &Packet,
-        frame: &[u8],
-        headers: &Headers,
-        field: Option<DeadlineField>,
-        unit: Nanos,
-    ) -> Nanos {
-        let from_field = field.and_then(|f| read_field(frame, headers, f));
+    fn deadline_of(&self, pkt: &Packet, from_field: Option<u32>, unit: Nanos) -> Nanos {
         let budget = match from_field {
             Some(v) => Some(u64::from(v).saturating_mul(unit)),
             None => self

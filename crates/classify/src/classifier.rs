@@ -11,14 +11,14 @@
 //! as a [`Dropped`] with [`DropReason::Malformed`]. Either way they are counted by
 //! reason in [`ClassifyCounters::malformed`].
 
-use eiffel_sched::{ClassId, ConfigError, DropReason, Dropped, FlowId, Nanos, Packet};
+use eiffel_sched::{ClassId, ConfigError, Dropped, FlowId, Nanos, Packet};
 use serde::Deserialize;
 
 use crate::annotate::{AnnotateError, AnnotateSpec, Annotator};
 use crate::conditions::RuleSpec;
 use crate::flow_table::{FlowTable, FlowTableConfig};
 use crate::rules::{RuleError, RuleSet};
-use crate::wire::{self, FlowKey, MalformedCounts};
+use crate::wire::{FlowKey, MalformedCounts};
 
 /// What happens to a frame whose headers cannot be parsed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -98,13 +98,13 @@ pub struct ClassifyCounters {
 /// Parser, rules and flow table together: frame bytes in, descriptors out.
 #[derive(Clone, Debug)]
 pub struct Classifier {
-    rules: RuleSet,
-    flows: FlowTable,
-    malformed: MalformedAction,
-    annotator: Annotator,
+    pub(crate) rules: RuleSet,
+    pub(crate) flows: FlowTable,
+    pub(crate) malformed: MalformedAction,
+    pub(crate) annotator: Annotator,
     /// Added to every flow id (classifiers sharing one id space).
-    flow_base: FlowId,
-    counters: ClassifyCounters,
+    pub(crate) flow_base: FlowId,
+    pub(crate) counters: ClassifyCounters,
 }
 
 impl Classifier {
@@ -151,41 +151,8 @@ impl Classifier {
     /// A malformed frame under [`MalformedAction::Drop`], handed back as a [`Dropped`]
     /// (its descriptor carries the length and arrival time, flow 0).
     pub fn classify(&mut self, frame: &[u8], now: Nanos) -> Result<Packet, Dropped> {
-        self.counters.frames += 1;
-        let len = u32::try_from(frame.len()).unwrap_or(u32::MAX);
-        let headers = wire::parse(frame);
-        let key = match &headers {
-            Ok(h) => h.key,
-            Err(reason) => {
-                let reason = *reason;
-                self.counters.malformed.record(reason);
-                match self.malformed {
-                    MalformedAction::Forward => FlowKey::MALFORMED,
-                    MalformedAction::Drop => {
-                        self.counters.dropped += 1;
-                        return Err(Dropped {
-                            packet: Packet::new(0, len).at(now),
-                            reason: DropReason::Malformed,
-                        });
-                    }
-                }
-            }
-        };
-        let rules = &self.rules;
-        let hit = self.flows.lookup(&key, now, |k| {
-            if *k == FlowKey::MALFORMED {
-                rules.default_leaf()
-            } else {
-                rules.classify(k)
-            }
-        });
-        let mut pkt = Packet::new(hit.flow, len).at(now).class(hit.class);
-        pkt.dscp = key.ip.map_or(0, |ip| ip.dscp);
-        if let Ok(h) = &headers {
-            self.annotator.annotate(&mut pkt, frame, h, hit.created);
-        }
-        pkt.flow = pkt.flow.saturating_add(self.flow_base);
-        Ok(pkt)
+        let staged = self.stage(frame);
+        self.complete(&staged, now)
     }
 
     /// The rank annotator.

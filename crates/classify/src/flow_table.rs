@@ -40,6 +40,7 @@
 //! and [`FlowCounters::evicted`] counts the cases where capacity forced it.
 
 use std::hash::{BuildHasher, RandomState};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use eiffel_sched::{ClassId, ConfigError, Duration, FlowId, Nanos};
 
@@ -84,6 +85,17 @@ pub struct FlowHit {
     pub evicted: Option<FlowKey>,
 }
 
+/// A key's hash in one flow table ([`FlowTable::hash`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeyHash {
+    /// The table that computed it (its serial number).
+    table: u64,
+    value: u64,
+}
+
+/// Serial numbers of flow tables, so that a hash is only trusted by its table.
+static SERIALS: AtomicU64 = AtomicU64::new(0);
+
 #[derive(Clone, Copy, Debug)]
 struct Entry {
     key: FlowKey,
@@ -105,6 +117,9 @@ pub struct FlowTable {
     index: Box<[u32]>,
     mask: usize,
     hasher: RandomState,
+    /// This table's serial number: a hash is trusted by the table that
+    /// computed it and its clones, which hash with the same keys.
+    serial: u64,
     /// Least recently seen live flow.
     head: u32,
     /// Most recently seen live flow.
@@ -156,6 +171,7 @@ impl FlowTable {
             index: vec![NIL; buckets].into_boxed_slice(),
             mask: buckets - 1,
             hasher: RandomState::new(),
+            serial: SERIALS.fetch_add(1, Ordering::Relaxed),
             head: NIL,
             tail: NIL,
             free: 0,
@@ -173,8 +189,61 @@ impl FlowTable {
         now: Nanos,
         classify: impl FnOnce(&FlowKey) -> ClassId,
     ) -> FlowHit {
+        let hash = self.hash(key);
+        self.lookup_hashed(key, hash, now, classify)
+    }
+
+    /// The hash [`FlowTable::lookup`] computes for `key` in this table, for the
+    /// steps of a lookup split over a burst of packets: hash every key and
+    /// [`FlowTable::prefetch_bucket`], then [`FlowTable::prefetch_entry`], then
+    /// [`FlowTable::lookup_hashed`], so that the cache misses of the burst's
+    /// lookups overlap instead of following one another.
+    #[inline]
+    #[must_use]
+    pub fn hash(&self, key: &FlowKey) -> KeyHash {
+        KeyHash {
+            table: self.serial,
+            value: self.hasher.hash_one(key.packed()),
+        }
+    }
+
+    /// Hints the cache to load the index bucket where a lookup of `hash` starts.
+    #[inline]
+    pub fn prefetch_bucket(&self, hash: KeyHash) {
+        if let Some(b) = self.index.get(self.home(hash.value)) {
+            eiffel_queue::prefetch(b);
+        }
+    }
+
+    /// Hints the cache to load the entry the first bucket of `hash`'s probe
+    /// names (the flow a lookup most likely finds); reads that bucket.
+    #[inline]
+    pub fn prefetch_entry(&self, hash: KeyHash) {
+        let id = self
+            .index
+            .get(self.home(hash.value))
+            .copied()
+            .unwrap_or(NIL);
+        if let Some(e) = self.entries.get(id as usize) {
+            eiffel_queue::prefetch(e);
+        }
+    }
+
+    /// [`FlowTable::lookup`] with the key's hash computed beforehand by
+    /// [`FlowTable::hash`]. A hash computed by another table is recomputed.
+    pub fn lookup_hashed(
+        &mut self,
+        key: &FlowKey,
+        hash: KeyHash,
+        now: Nanos,
+        classify: impl FnOnce(&FlowKey) -> ClassId,
+    ) -> FlowHit {
         self.counters.lookups += 1;
-        let hash = self.hasher.hash_one(key);
+        let hash = if hash.table == self.serial {
+            hash.value
+        } else {
+            self.hasher.hash_one(key.packed())
+        };
         if let Some((_, id)) = self.find(key, hash) {
             let e = &mut self.entries[id as usize];
             let idle = now.saturating_sub(e.last_seen) >= self.idle_timeout;

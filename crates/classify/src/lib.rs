@@ -32,6 +32,7 @@
 //! ```
 
 pub mod annotate;
+mod burst;
 pub mod checksum;
 mod classifier;
 mod conditions;
@@ -42,12 +43,13 @@ pub mod wire;
 pub use annotate::{
     AnnotateError, AnnotateSpec, Annotator, DeadlineField, DeadlineSpec, RankFrom, RemainingFrom,
 };
+pub use burst::{Staged, BURST};
 pub use classifier::{Classifier, ClassifyCounters, ClassifyError, ClassifySpec, MalformedAction};
 pub use conditions::{
     Atom, DscpRange, EtherType, IdRange, Matches, PortRange, Prefix, Protocol, RuleSpec,
     ValueError, VlanRange,
 };
-pub use flow_table::{FlowCounters, FlowHit, FlowTable, FlowTableConfig};
+pub use flow_table::{FlowCounters, FlowHit, FlowTable, FlowTableConfig, KeyHash};
 pub use rules::{RuleError, RuleSet};
 
 #[cfg(test)]

@@ -1,9 +1,13 @@
 //! Header parsing: an Ethernet frame reduced to a small `Copy` summary.
 //!
-//! Sans-IO: [`parse`] reads a byte slice and nothing else. The heavy lifting is done
-//! by the `etherparse` crate in its strict mode (`SlicedPacket::from_ethernet`), which
-//! checks every length field it walks; this module maps its result onto the fields the
-//! classifier needs and its errors onto a short list of [`Malformed`] reasons.
+//! Sans-IO: [`parse`] reads a byte slice and nothing else. The common frame
+//! (Ethernet II, IPv4 without options or IPv6 without extension headers, TCP or
+//! UDP, unfragmented) is read directly at fixed offsets. Every other frame goes
+//! to the `etherparse` crate in its strict mode (`SlicedPacket::from_ethernet`,
+//! [`parse_general`]), which checks every length field it walks; this module maps
+//! its result onto the fields the classifier needs and its errors onto a short
+//! list of [`Malformed`] reasons. Both paths give the same result on every
+//! frame the direct one accepts (property tests and the `parse` fuzz target).
 //!
 //! # What is understood
 //! - Ethernet II, followed by up to two 802.1Q / 802.1ad VLAN tags (the outer tag's id
@@ -31,6 +35,8 @@
 //! by the fuzz target in `crates/classify/fuzz`).
 
 use std::net::IpAddr;
+
+mod fast;
 
 use etherparse::err::packet::SliceError;
 use etherparse::err::Layer;
@@ -91,6 +97,40 @@ pub struct FlowKey {
 }
 
 impl FlowKey {
+    /// The key as 48 bytes, for hashing in one write: the addresses (an IPv4
+    /// address in its IPv4-mapped IPv6 form), the ports, protocol, DSCP,
+    /// EtherType and VLAN ids, then a byte of flags saying which optional parts
+    /// are present and which addresses are IPv6. Keys are equal exactly when
+    /// their bytes are.
+    #[must_use]
+    #[inline]
+    pub fn packed(&self) -> [u8; 48] {
+        let mut out = [0u8; 48];
+        let mut flags = 0u8;
+        if let Some(ip) = &self.ip {
+            flags |= 1 | u8::from(ip.src.is_ipv6()) << 1 | u8::from(ip.dst.is_ipv6()) << 2;
+            out[0..16].copy_from_slice(&mapped(ip.src));
+            out[16..32].copy_from_slice(&mapped(ip.dst));
+            if let Some(p) = ip.ports {
+                flags |= 1 << 3;
+                out[32..34].copy_from_slice(&p.src.to_le_bytes());
+                out[34..36].copy_from_slice(&p.dst.to_le_bytes());
+            }
+            out[36] = ip.protocol;
+            out[37] = ip.dscp;
+        }
+        out[38..40].copy_from_slice(&self.ether_type.to_le_bytes());
+        if let Some(v) = self.vlan {
+            flags |= 1 << 4;
+            out[40..42].copy_from_slice(&v.to_le_bytes());
+        }
+        if let Some(v) = self.inner_vlan {
+            flags |= 1 << 5;
+            out[42..44].copy_from_slice(&v.to_le_bytes());
+        }
+        out[44] = flags;
+        out
+    }
     /// The one key shared by every malformed frame the classifier forwards: all
     /// malformed frames form one flow in the default leaf (their partly parsed
     /// headers are not trusted to pick a flow). Its VLAN id, `0xffff`, lies outside
@@ -101,6 +141,15 @@ impl FlowKey {
         ether_type: 0,
         ip: None,
     };
+}
+
+/// An address as 16 bytes: IPv6 as is, IPv4 in its IPv4-mapped form.
+#[inline]
+fn mapped(addr: IpAddr) -> [u8; 16] {
+    match addr {
+        IpAddr::V4(a) => a.to_ipv6_mapped().octets(),
+        IpAddr::V6(a) => a.octets(),
+    }
 }
 
 /// The summary of one parsed frame.
@@ -261,7 +310,19 @@ impl MalformedCounts {
 /// assert_eq!(headers.key.ether_type, ETHERTYPE_ARP);
 /// assert!(headers.key.ip.is_none());
 /// ```
+#[inline]
 pub fn parse(frame: &[u8]) -> Result<Headers, Malformed> {
+    match fast::headers(frame) {
+        Some(h) => Ok(h),
+        None => parse_general(frame),
+    }
+}
+
+/// [`parse`] by etherparse's strict slicing alone, for every frame: what
+/// `parse` returns for frames outside the common layout that [`fast`] reads
+/// directly, and the reference the tests and the `parse` fuzz target check
+/// that direct reading against.
+pub fn parse_general(frame: &[u8]) -> Result<Headers, Malformed> {
     let sliced = SlicedPacket::from_ethernet(frame).map_err(|e| Malformed::from_slice_error(&e))?;
     let len = u32::try_from(frame.len()).unwrap_or(u32::MAX);
 
@@ -371,6 +432,42 @@ mod tests {
         let mut out = Vec::with_capacity(builder.size(payload.len()));
         builder.write(&mut out, &payload).unwrap();
         out
+    }
+
+    /// A valid Ethernet II frame over IPv4 or IPv6 and TCP or UDP, DSCP set.
+    fn common_frame(v6: bool, tcp: bool, payload: usize) -> Vec<u8> {
+        let eth = PacketBuilder::ethernet2(SRC_MAC, DST_MAC);
+        let ip = if v6 {
+            eth.ip(etherparse::IpHeaders::Ipv6(
+                etherparse::Ipv6Header {
+                    traffic_class: 26 << 2,
+                    source: [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
+                    destination: [0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+                    hop_limit: 64,
+                    ..Default::default()
+                },
+                Default::default(),
+            ))
+        } else {
+            eth.ipv4([10, 0, 0, 1], [10, 0, 0, 2], 64)
+        };
+        let data = vec![0x5a; payload];
+        let mut out = Vec::new();
+        if tcp {
+            ip.tcp(40000, 80, 7, 1000).write(&mut out, &data).unwrap();
+        } else {
+            ip.udp(40000, 53).write(&mut out, &data).unwrap();
+        }
+        out
+    }
+
+    #[test]
+    fn common_frames_take_the_fast_path() {
+        for (v6, tcp) in [(false, false), (false, true), (true, false), (true, true)] {
+            let frame = common_frame(v6, tcp, 10);
+            let fast = fast::headers(&frame).expect("a common frame");
+            assert_eq!(Ok(fast), parse_general(&frame));
+        }
     }
 
     fn udp_v4() -> Vec<u8> {
@@ -505,6 +602,39 @@ mod tests {
         #[test]
         fn never_panics_on_random_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
             let _ = parse(&bytes);
+        }
+
+        /// The direct reading of common frames agrees with etherparse's
+        /// slicing on valid frames of every common layout, mutated and cut.
+        #[test]
+        fn fast_path_agrees_with_the_general_path(
+            v6 in any::<bool>(),
+            tcp in any::<bool>(),
+            payload in 0usize..40,
+            flips in proptest::collection::vec((0usize..90, any::<u8>()), 0..4),
+            cut in 0usize..40,
+            pad in 0usize..8,
+        ) {
+            let mut frame = common_frame(v6, tcp, payload);
+            for (pos, val) in flips {
+                if let Some(b) = frame.get_mut(pos) {
+                    *b = val;
+                }
+            }
+            frame.truncate(frame.len().saturating_sub(cut));
+            frame.resize(frame.len() + pad, 0);
+            prop_assert_eq!(parse(&frame), parse_general(&frame));
+        }
+
+        /// Random bytes behind an IPv4 or IPv6 EtherType: both paths agree.
+        #[test]
+        fn fast_path_agrees_on_random_ip_packets(
+            v6 in any::<bool>(),
+            mut bytes in proptest::collection::vec(any::<u8>(), 15..120),
+        ) {
+            bytes[12..14].copy_from_slice(&if v6 { [0x86, 0xdd] } else { [0x08, 0x00] });
+            bytes[14] = if v6 { 0x60 | bytes[14] & 0x0f } else { 0x45 };
+            prop_assert_eq!(parse(&bytes), parse_general(&bytes));
         }
 
         #[test]

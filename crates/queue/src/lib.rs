@@ -88,7 +88,7 @@ pub use circular::Circular;
 pub use gradient::{GradientIndex, MAX_GRADIENT_BUCKETS};
 pub use hbitmap::HierBitmap;
 pub use index::{BucketIndex, HeapIndex, WordIndex, MAX_HIER_BUCKETS};
-pub use prefetch::{prefetch, prefetch_lines};
+pub use prefetch::{prefetch, prefetch_address, prefetch_lines};
 pub use reference::OrderedMapQueue;
 pub use timing_wheel::{TimingWheel, WheelConfig};
 

@@ -53,9 +53,17 @@ pub fn prefetch_lines<T>(value: &T, lines: usize) {
     }
 }
 
+/// Asks the CPU to bring the cache line at address `at` into every cache
+/// level: for memory reached through raw pointers (a frame in a buffer shared
+/// with a device). Any address is allowed; nothing is dereferenced.
+///
+/// ```
+/// let v = [7u8; 64];
+/// eiffel_queue::prefetch_address(v.as_ptr().wrapping_add(1 << 40));
+/// ```
 #[inline(always)]
 #[allow(unsafe_code)]
-fn prefetch_address(at: *const u8) {
+pub fn prefetch_address(at: *const u8) {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     // SAFETY: as in `prefetch`: a hint that never faults, whatever the
     // address, and reads or writes nothing the program can observe. The

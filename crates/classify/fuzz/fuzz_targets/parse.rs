@@ -1,12 +1,16 @@
-//! `wire::parse` on arbitrary bytes: never panics, and a parsed frame reports its
-//! own length and consistent fields.
+//! `wire::parse` on arbitrary bytes: never panics, agrees with etherparse's
+//! slicing alone (`parse_general`: the direct reading of common frames must give
+//! the same result), and a parsed frame reports its own length and consistent
+//! fields.
 #![no_main]
 
-use eiffel_classify::wire::{parse, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
+use eiffel_classify::wire::{parse, parse_general, ETHERTYPE_IPV4, ETHERTYPE_IPV6};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    if let Ok(h) = parse(data) {
+    let parsed = parse(data);
+    assert_eq!(parsed, parse_general(data));
+    if let Ok(h) = parsed {
         assert_eq!(h.len as usize, data.len());
         if let Some(ip) = h.key.ip {
             assert!(ip.dscp < 64);

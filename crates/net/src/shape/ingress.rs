@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use eiffel_classify::Classifier;
+use eiffel_classify::{Classifier, Staged, BURST};
 use eiffel_pspat::{Client, SendError};
 use eiffel_sched::Packet;
 
@@ -223,7 +223,11 @@ impl Ingress {
             client,
             ..
         } = self;
-        rx.recv(batch, |frame| {
+        // Frames are staged as they are copied, and completed a burst at a
+        // time (the flow-table lookups of a burst overlap their misses).
+        let mut staged: [Option<(u32, Staged)>; BURST] = [None; BURST];
+        let mut n = 0;
+        let read = rx.recv(batch, |frame| {
             tally.received += 1;
             tally.bytes += frame.len() as u64;
             if frame.is_truncated() {
@@ -246,14 +250,17 @@ impl Ingress {
                 ChecksumFix::Completed => tally.checksum_completed += 1,
                 ChecksumFix::Left(_) => tally.checksum_left += 1,
             }
-            let classified = slot.read(|bytes| classifier.classify(bytes, now));
-            let Ok(pkt) = classified else {
-                return tally.drop(Reason::Malformed);
-            };
-            debug_assert_eq!(pkt.len as usize, len);
-            let id = slot.publish();
-            send(client, filler, pkt.buffer(tag(queue, id)), id, tally);
-        })
+            debug_assert_eq!(slot.read(<[u8]>::len), len);
+            let s = slot.read(|bytes| classifier.stage(bytes));
+            staged[n] = Some((slot.publish(), s));
+            n += 1;
+            if n == BURST {
+                complete_burst(&staged[..n], classifier, filler, client, queue, now, tally);
+                n = 0;
+            }
+        });
+        complete_burst(&staged[..n], classifier, filler, client, queue, now, tally);
+        read
     }
 
     /// Nothing to receive: housekeeping, then sleep until the next frame or the
@@ -328,6 +335,35 @@ impl IngressCounters {
     #[cfg_attr(not(eiffel_xdp), allow(dead_code))]
     pub(super) fn set_kernel_drops(&self, n: u64) {
         self.kernel_drops.store(n, Ordering::Relaxed);
+    }
+}
+
+/// The last passes of a burst of staged frames (published slots): hints the
+/// cache to load their flow entries, then completes each classification in
+/// order and sends the descriptor, or takes the slot back when the classifier
+/// drops a malformed frame.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn complete_burst(
+    staged: &[Option<(u32, Staged)>],
+    classifier: &mut Classifier,
+    filler: &mut Filler,
+    client: &mut Client,
+    queue: u32,
+    now: u64,
+    tally: &mut Tally,
+) {
+    for (_, s) in staged.iter().flatten() {
+        classifier.prefetch(s);
+    }
+    for &(id, s) in staged.iter().flatten() {
+        match classifier.complete(&s, now) {
+            Ok(pkt) => send(client, filler, pkt.buffer(tag(queue, id)), id, tally),
+            Err(_) => {
+                tally.drop(Reason::Malformed);
+                let back = filler.take_back(id);
+                debug_assert!(back.is_ok(), "slot {id} published by this thread");
+            }
+        }
     }
 }
 

@@ -33,13 +33,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use eiffel_classify::{checksum, Classifier};
+use eiffel_classify::{checksum, Classifier, Staged, BURST};
 use eiffel_pspat::Client;
 use eiffel_sched::{Nanos, Packet};
 
 use super::egress::{EgressCounters, ReverseCounters};
 use super::ingress::{
-    self, carry, send, tag, untag, Carried, IngressCounters, IngressEnd, Reason, Tally,
+    self, carry, complete_burst, untag, Carried, IngressCounters, IngressEnd, Reason, Tally,
 };
 use super::{ClassifierSlot, ShapeConfig, FRAME_OVERHEAD};
 use crate::afpacket::{Interest, PollSet};
@@ -541,9 +541,21 @@ impl XdpIngress {
         }
     }
 
-    /// Classifies one batch of received frames in place and hands them on.
+    /// Classifies one batch of received frames in place and hands them on, in
+    /// bursts of [`BURST`].
     #[inline]
     fn receive(&mut self, descs: &[XdpDesc], now: u64, tally: &mut Tally) {
+        for burst in descs.chunks(BURST) {
+            self.receive_burst(burst, now, tally);
+        }
+    }
+
+    /// One burst in three passes (see `eiffel_classify`'s `burst` steps): hint
+    /// every frame's headers into the cache; take each frame, complete its
+    /// checksum, stage its classification and publish it; hint the flow
+    /// entries; then complete each classification in order and send it.
+    #[inline]
+    fn receive_burst(&mut self, descs: &[XdpDesc], now: u64, tally: &mut Tally) {
         let queue = self.queue;
         let XdpIngress {
             rx,
@@ -551,11 +563,19 @@ impl XdpIngress {
             client,
             ..
         } = self;
+        let place = |d: &XdpDesc| {
+            let rel = d.addr.wrapping_sub(rx.base);
+            ((rel / rx.chunk) as u32, (rel % rx.chunk) as u32)
+        };
         for d in descs {
+            let (slot, offset) = place(d);
+            rx.filler.prefetch(slot, offset);
+        }
+        let mut staged: [Option<(u32, Staged)>; BURST] = [None; BURST];
+        for (d, out) in descs.iter().zip(&mut staged) {
             tally.received += 1;
             tally.bytes += u64::from(d.len);
-            let rel = d.addr.wrapping_sub(rx.base);
-            let (slot, offset) = ((rel / rx.chunk) as u32, (rel % rx.chunk) as u32);
+            let (slot, offset) = place(d);
             let Ok(mut frame) = rx.filler.received(slot, offset, d.len) else {
                 tally.drop(Reason::BadDescriptor);
                 continue;
@@ -565,19 +585,18 @@ impl XdpIngress {
             if let Ok(Some(_)) = frame.modify(checksum::complete_if_partial) {
                 tally.checksum_completed += 1;
             }
-            let Ok(pkt) = frame.read(|bytes| classifier.classify(bytes, now)) else {
-                tally.drop(Reason::Malformed);
-                continue;
-            };
-            let id = frame.publish();
-            send(
-                client,
-                &mut rx.filler,
-                pkt.buffer(tag(queue, id)),
-                id,
-                tally,
-            );
+            let s = frame.read(|bytes| classifier.stage(bytes));
+            *out = Some((frame.publish(), s));
         }
+        complete_burst(
+            &staged,
+            classifier,
+            &mut rx.filler,
+            client,
+            queue,
+            now,
+            tally,
+        );
     }
 
     /// Nothing to receive: housekeeping, then sleep until the next frame or the

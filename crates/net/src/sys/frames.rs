@@ -150,6 +150,17 @@ impl Storage {
         }
     }
 
+    /// Hints the cache to load byte `offset` of slot `i` (any values: the
+    /// address is computed, never dereferenced).
+    #[inline]
+    fn prefetch(&self, i: usize, offset: usize) {
+        let at = self
+            .base
+            .as_ptr()
+            .wrapping_add(i.wrapping_mul(self.slot_size).wrapping_add(offset));
+        eiffel_queue::prefetch_address(at);
+    }
+
     /// Runs `f` on slot `i`'s bytes and placement, mutably.
     ///
     /// # Safety
@@ -214,6 +225,9 @@ struct Storage {
 
 #[cfg(loom)]
 impl Storage {
+    /// Nothing under loom: its slots are separate allocations.
+    fn prefetch(&self, _i: usize, _offset: usize) {}
+
     fn new(slots: usize, slot_size: usize) -> Storage {
         Storage {
             slots: (0..slots)
@@ -414,6 +428,15 @@ impl Filler {
                 return Some(id);
             }
         }
+    }
+
+    /// Hints the cache to load the frame the device placed `offset` bytes into
+    /// lent slot `id`, before [`Filler::received`] takes it: a receive loop
+    /// hints a whole batch, then reads each frame. Only address arithmetic: no
+    /// slot state is read or changed.
+    #[inline]
+    pub fn prefetch(&self, id: u32, offset: u32) {
+        self.shared.storage.prefetch(id as usize, offset as usize);
     }
 
     /// Takes back lent slot `id`, in which the device placed a frame of `len`
