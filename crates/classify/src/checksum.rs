@@ -30,6 +30,8 @@
 //! assert_ne!(&frame[40..42], &[0, 0]);
 //! ```
 
+use std::net::IpAddr;
+
 use etherparse::{NetSlice, SlicedPacket};
 
 use crate::wire::{Malformed, PROTO_TCP, PROTO_UDP};
@@ -62,6 +64,7 @@ pub enum Incomplete {
 }
 
 /// Where a frame's transport segment lies and what its pseudo-header sums to.
+#[derive(Debug, PartialEq, Eq)]
 struct Segment {
     start: usize,
     len: usize,
@@ -69,8 +72,46 @@ struct Segment {
     pseudo: u64,
 }
 
-/// Finds the transport segment of `frame`.
+/// Finds the transport segment of `frame`: read at fixed offsets in a common
+/// frame ([`crate::wire::fast`]), by etherparse's slicing otherwise.
+#[inline]
 fn segment(frame: &[u8]) -> Result<Segment, Incomplete> {
+    match segment_fast(frame) {
+        Some(seg) => Ok(seg),
+        None => segment_general(frame),
+    }
+}
+
+/// The segment of a common frame carrying TCP or UDP of at least a header's
+/// length; `None` leaves the frame to [`segment_general`], which gives the
+/// same segment for every frame this one accepts (a property test checks it).
+#[inline]
+fn segment_fast(frame: &[u8]) -> Option<Segment> {
+    let n = crate::wire::fast::network(frame)?;
+    let min = match n.ip.protocol {
+        PROTO_TCP => 20,
+        PROTO_UDP => 8,
+        _ => return None,
+    };
+    if n.segment.len() < min {
+        return None;
+    }
+    let pseudo = match (n.ip.src, n.ip.dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => sum_words(&d.octets(), sum_words(&s.octets(), 0)),
+        (IpAddr::V6(s), IpAddr::V6(d)) => sum_words(&d.octets(), sum_words(&s.octets(), 0)),
+        _ => return None,
+    };
+    let len = n.segment.len();
+    Some(Segment {
+        start: n.start,
+        len,
+        protocol: n.ip.protocol,
+        pseudo: add_carry(pseudo, u64::from(n.ip.protocol) + len as u64),
+    })
+}
+
+/// Finds the transport segment of `frame` by etherparse's strict slicing.
+fn segment_general(frame: &[u8]) -> Result<Segment, Incomplete> {
     let sliced = SlicedPacket::from_ethernet(frame)
         .map_err(|e| Incomplete::Malformed(Malformed::from_slice_error(&e)))?;
     let (payload, pseudo) = match &sliced.net {
@@ -264,6 +305,31 @@ mod tests {
                 prop_assert_eq!(verify(&frame), Ok(false));
                 prop_assert!(complete(&mut frame).is_ok());
                 prop_assert_eq!(&frame, &good);
+            }
+        }
+
+        /// The segment read at fixed offsets is etherparse's, on valid frames
+        /// mutated and cut.
+        #[test]
+        fn fast_segment_agrees_with_etherparse(
+            payload in proptest::collection::vec(any::<u8>(), 0..64),
+            which in 0usize..3,
+            flips in proptest::collection::vec((0usize..80, any::<u8>()), 0..4),
+            cut in 0usize..40,
+        ) {
+            let mut frame = [udp4, tcp4, tcp6_vlan][which](&payload);
+            if which == 2 {
+                // Without its VLAN tag: an IPv6 frame the fast path reads.
+                frame.drain(12..16);
+            }
+            for (pos, val) in flips {
+                if let Some(b) = frame.get_mut(pos) {
+                    *b = val;
+                }
+            }
+            frame.truncate(frame.len().saturating_sub(cut));
+            if let Some(fast) = segment_fast(&frame) {
+                prop_assert_eq!(Ok(fast), segment_general(&frame));
             }
         }
 

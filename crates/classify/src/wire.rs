@@ -36,7 +36,7 @@
 
 use std::net::IpAddr;
 
-mod fast;
+pub(crate) mod fast;
 
 use etherparse::err::packet::SliceError;
 use etherparse::err::Layer;

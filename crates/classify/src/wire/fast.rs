@@ -20,32 +20,55 @@ const IPV6_LEN: usize = 40;
 const TCP_MIN: usize = 20;
 const UDP_LEN: usize = 8;
 
-/// The headers of a common frame, or `None` for the general path.
+/// The network layer of a common frame: its IP key (ports not yet read), and
+/// the transport segment with where it starts in the frame.
+pub(crate) struct Network<'a> {
+    pub(crate) ether_type: u16,
+    pub(crate) ip: IpKey,
+    /// Offset of the transport header in the frame.
+    pub(crate) start: usize,
+    /// The IP payload, padding after it excluded.
+    pub(crate) segment: &'a [u8],
+}
+
+/// Ethernet II without VLAN tags, then IPv4 without options or IPv6 without
+/// extension headers, unfragmented, every length consistent; `None` otherwise.
 #[inline]
-pub(super) fn headers(frame: &[u8]) -> Option<Headers> {
+pub(crate) fn network(frame: &[u8]) -> Option<Network<'_>> {
     let eth = frame.get(..ETH_LEN)?;
     let ether_type = u16::from_be_bytes([eth[12], eth[13]]);
     let net = &frame[ETH_LEN..];
-    let (ip, l4_start, l4) = match ether_type {
+    let (ip, l4_start, segment) = match ether_type {
         ETHERTYPE_IPV4 => ipv4(net)?,
         ETHERTYPE_IPV6 => ipv6(net)?,
         _ => return None,
     };
-    let (ports, payload) = transport(ip.protocol, l4)?;
-    let l4_offset = ETH_LEN + l4_start;
+    Some(Network {
+        ether_type,
+        ip,
+        start: ETH_LEN + l4_start,
+        segment,
+    })
+}
+
+/// The headers of a common frame, or `None` for the general path.
+#[inline]
+pub(super) fn headers(frame: &[u8]) -> Option<Headers> {
+    let n = network(frame)?;
+    let (ports, payload) = transport(n.ip.protocol, n.segment)?;
     Some(Headers {
         key: FlowKey {
             vlan: None,
             inner_vlan: None,
-            ether_type,
+            ether_type: n.ether_type,
             ip: Some(IpKey {
                 ports: Some(ports),
-                ..ip
+                ..n.ip
             }),
         },
         len: u32::try_from(frame.len()).ok()?,
         fragment: false,
-        udp_payload: payload.map(|p| (l4_offset + p) as u32),
+        udp_payload: payload.map(|p| (n.start + p) as u32),
         ipv4_options: None,
     })
 }
