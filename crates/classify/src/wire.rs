@@ -319,7 +319,7 @@ pub fn parse(frame: &[u8]) -> Result<Headers, Malformed> {
 }
 
 /// [`parse`] by etherparse's strict slicing alone, for every frame: what
-/// `parse` returns for frames outside the common layout that [`fast`] reads
+/// `parse` returns for frames outside the common layout that its fast path reads
 /// directly, and the reference the tests and the `parse` fuzz target check
 /// that direct reading against.
 pub fn parse_general(frame: &[u8]) -> Result<Headers, Malformed> {
