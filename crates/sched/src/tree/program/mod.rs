@@ -627,6 +627,51 @@ impl Pacer {
     }
 }
 
+/// A node's own release-time program (`NodeSpec::release`): the same programs
+/// as a flow's, with one set of state, whose result is the time the node's
+/// output may next send. The enqueue program runs when a packet arrives into
+/// the node's empty subtree; the dequeue program after every send from it, its
+/// `head` the packet the node sends next (the sent one if none can be seen:
+/// every unit of the node held). Without a dequeue program the enqueue program
+/// runs after each send, on that next packet.
+#[derive(Debug)]
+pub(crate) struct NodePacer {
+    pacer: Pacer,
+    /// When the node may next send (0: now).
+    pub(crate) due: Nanos,
+}
+
+impl NodePacer {
+    pub(crate) fn new(program: Arc<RankProgram>) -> Self {
+        NodePacer {
+            pacer: Pacer::new(program, 1),
+            due: 0,
+        }
+    }
+
+    /// `pkt` arrived into the node's empty subtree at `now`.
+    #[inline]
+    pub(crate) fn on_arrival(&mut self, pkt: &Packet, now: Nanos) {
+        self.due = self.pacer.on_arrival(0, pkt, now);
+    }
+
+    /// The node sent `sent` at `now`; it has packets `left`, `next` the one it
+    /// sends next if it can be seen.
+    #[inline]
+    pub(crate) fn on_send(&mut self, sent: &Packet, next: Option<&Packet>, left: bool, now: Nanos) {
+        if !left {
+            // For the dequeue program's assignments: the next arrival into the
+            // empty subtree gives the release time.
+            let _ = self.pacer.on_send(0, sent, None, now);
+            return;
+        }
+        let next = next.unwrap_or(sent);
+        if let Some(due) = self.pacer.on_send(0, sent, Some(next), now) {
+            self.due = due;
+        }
+    }
+}
+
 #[derive(Clone, Copy)]
 enum Which {
     Enqueue = 0,
