@@ -15,8 +15,10 @@
 //! Temporaries share slots once their last reader has run.
 //!
 //! A run loads the state the program reads and the inputs into the frame, runs
-//! the instructions, stores the state it assigned and returns the result slot.
-//! Constants are written once, when the frame is made.
+//! the operations, stores the state it assigned and returns the result slot,
+//! all as instructions of one pass (one dispatch loop: a separate loop for each
+//! kind of load cost more than the loads of a short program). Constants are
+//! written once, when the frame is made.
 
 use std::collections::HashMap;
 
@@ -85,6 +87,16 @@ enum Kind {
     Select,
     /// `a`.
     Copy,
+    /// Unit state variable `a`.
+    LoadState,
+    /// Node state variable `a`.
+    LoadNode,
+    /// Input `a` of the code's inputs.
+    Input,
+    /// Stores slot `b` into unit state variable `a` (writes no slot).
+    StoreState,
+    /// Stores slot `b` into node state variable `a` (writes no slot).
+    StoreNode,
 }
 
 impl Kind {
@@ -105,6 +117,16 @@ impl Kind {
             Op::Ne => Kind::Ne,
             _ => return None,
         })
+    }
+
+    #[cfg(test)]
+    /// Whether the instruction moves a value between the frame and the state
+    /// or event rather than computing one.
+    fn moves(self) -> bool {
+        matches!(
+            self,
+            Kind::LoadState | Kind::LoadNode | Kind::Input | Kind::StoreState | Kind::StoreNode
+        )
     }
 
     /// Whether `op(a, b) == op(b, a)`.
@@ -139,7 +161,12 @@ impl Kind {
                     c
                 }
             }
-            Kind::Copy => a,
+            Kind::Copy
+            | Kind::LoadState
+            | Kind::LoadNode
+            | Kind::Input
+            | Kind::StoreState
+            | Kind::StoreNode => a,
         }
     }
 }
@@ -159,17 +186,11 @@ struct Instr {
 pub(crate) struct Code {
     /// A fresh frame: constants in their slots, zeros elsewhere.
     template: Box<[u64]>,
-    /// Unit state variables read (their slot is their index).
-    load_state: Box<[u8]>,
-    /// Node state variables read: (slot, variable).
-    load_node: Box<[(u8, u8)]>,
-    /// Inputs read: (slot, input).
-    inputs: Box<[(u8, Input)]>,
+    /// The inputs the program reads, by index.
+    inputs: Box<[Input]>,
+    /// Loads of the state and inputs read, the operations, stores of the
+    /// state assigned: one pass.
     instrs: Box<[Instr]>,
-    /// Unit state variables assigned.
-    store_state: Box<[u8]>,
-    /// Node state variables assigned: (slot, variable).
-    store_node: Box<[(u8, u8)]>,
     result: u8,
     /// Unit and node state variables the program was compiled for.
     state: usize,
@@ -205,7 +226,7 @@ impl Code {
     /// Instructions run per call.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.instrs.len()
+        self.instrs.iter().filter(|i| !i.kind.moves()).count()
     }
 
     /// Whether every slot an instruction, load or store names lies in the
@@ -214,15 +235,15 @@ impl Code {
     fn in_bounds(&self, state: usize, node: usize) -> bool {
         let slots = self.template.len();
         let slot = |s: u8| usize::from(s) < slots;
-        self.instrs
-            .iter()
-            .all(|i| [i.dst, i.a, i.b, i.c].into_iter().all(slot))
-            && (self.load_state.iter().chain(&*self.store_state))
-                .all(|&i| slot(i) && usize::from(i) < state)
-            && (self.load_node.iter().chain(&*self.store_node))
-                .all(|&(s, i)| slot(s) && usize::from(i) < node)
-            && self.inputs.iter().all(|&(s, _)| slot(s))
-            && slot(self.result)
+        let below = |s: u8, n: usize| usize::from(s) < n;
+        self.instrs.iter().all(|i| match i.kind {
+            Kind::LoadState => slot(i.dst) && below(i.a, state),
+            Kind::LoadNode => slot(i.dst) && below(i.a, node),
+            Kind::Input => slot(i.dst) && below(i.a, self.inputs.len()),
+            Kind::StoreState => below(i.a, state) && slot(i.b),
+            Kind::StoreNode => below(i.a, node) && slot(i.b),
+            _ => [i.dst, i.a, i.b, i.c].into_iter().all(slot),
+        }) && slot(self.result)
     }
 
     /// Runs the program in `frame` (made by this code's [`Code::frame`]) on
@@ -251,29 +272,31 @@ impl Code {
         // `self.node`; the assertion above checked that `f`, `state` and `node`
         // are at least that long.
         unsafe {
-            for &i in &*self.load_state {
-                *f.get_unchecked_mut(usize::from(i)) = *state.get_unchecked(usize::from(i));
-            }
-            for &(slot, i) in &*self.load_node {
-                *f.get_unchecked_mut(usize::from(slot)) = *node.get_unchecked(usize::from(i));
-            }
-            for &(slot, input) in &*self.inputs {
-                *f.get_unchecked_mut(usize::from(slot)) = input.read(ctx);
-            }
             for ins in &*self.instrs {
-                let a = *f.get_unchecked(usize::from(ins.a));
-                let b = *f.get_unchecked(usize::from(ins.b));
+                let (a, b) = (usize::from(ins.a), usize::from(ins.b));
                 let v = match ins.kind {
-                    Kind::Select if a == 0 => *f.get_unchecked(usize::from(ins.c)),
-                    kind => kind.apply(a, b, b),
+                    Kind::LoadState => *state.get_unchecked(a),
+                    Kind::LoadNode => *node.get_unchecked(a),
+                    Kind::Input => self.inputs.get_unchecked(a).read(ctx),
+                    Kind::StoreState => {
+                        *state.get_unchecked_mut(a) = *f.get_unchecked(b);
+                        continue;
+                    }
+                    Kind::StoreNode => {
+                        *node.get_unchecked_mut(a) = *f.get_unchecked(b);
+                        continue;
+                    }
+                    Kind::Select => {
+                        let pick = if *f.get_unchecked(a) != 0 {
+                            b
+                        } else {
+                            usize::from(ins.c)
+                        };
+                        *f.get_unchecked(pick)
+                    }
+                    kind => kind.apply(*f.get_unchecked(a), *f.get_unchecked(b), 0),
                 };
                 *f.get_unchecked_mut(usize::from(ins.dst)) = v;
-            }
-            for &i in &*self.store_state {
-                *state.get_unchecked_mut(usize::from(i)) = *f.get_unchecked(usize::from(i));
-            }
-            for &(slot, i) in &*self.store_node {
-                *node.get_unchecked_mut(usize::from(i)) = *f.get_unchecked(usize::from(slot));
             }
             *f.get_unchecked(usize::from(self.result))
         }
@@ -615,24 +638,35 @@ impl Layout {
                 slots: self.template.len(),
             });
         }
-        let instrs = instrs
-            .into_iter()
-            .map(|(kind, dst, [a, b, c])| Instr {
-                kind,
-                dst: dst as u8,
-                a: a as u8,
-                b: b as u8,
-                c: c as u8,
-            })
-            .collect();
+        let mv = |kind, dst: u8, a: u8, b: u8| Instr {
+            kind,
+            dst,
+            a,
+            b,
+            c: 0,
+        };
+        let loads = (load_state.iter().map(|&i| mv(Kind::LoadState, i, i, 0)))
+            .chain(load_node.iter().map(|&(s, i)| mv(Kind::LoadNode, s, i, 0)))
+            .chain(
+                (self.inputs.iter().enumerate()).map(|(k, &(s, _))| mv(Kind::Input, s, k as u8, 0)),
+            );
+        let ops = instrs.into_iter().map(|(kind, dst, [a, b, c])| Instr {
+            kind,
+            dst: dst as u8,
+            a: a as u8,
+            b: b as u8,
+            c: c as u8,
+        });
+        let stores = (store_state.iter().map(|&i| mv(Kind::StoreState, 0, i, i))).chain(
+            store_node
+                .iter()
+                .map(|&(s, i)| mv(Kind::StoreNode, 0, i, s)),
+        );
+        let instrs = loads.chain(ops).chain(stores).collect();
         Ok(Code {
             template: self.template.into(),
-            load_state: load_state.into(),
-            load_node: load_node.into(),
-            inputs: self.inputs.into(),
+            inputs: self.inputs.iter().map(|&(_, input)| input).collect(),
             instrs,
-            store_state: store_state.into(),
-            store_node: store_node.into(),
             result: result_slot as u8,
             state: self.state,
             node: self.template_node,
