@@ -108,7 +108,9 @@ pub use discipline::{
 pub use footprint::{Allocation, Footprint, Part};
 use node::{FlowLeaf, Kind, Node, NONE};
 use program::NodePacer;
-pub use program::{Field, Op, Program, ProgramError, RankProgram, Var, MAX_STACK, MAX_STATE};
+pub use program::{
+    Field, Op, Program, ProgramError, RankProgram, Var, MAX_SLOTS, MAX_STACK, MAX_STATE,
+};
 use sched::{Next, NodeSched};
 pub use select::QueuePlan;
 pub use shaper::Gcra;
