@@ -638,31 +638,14 @@ impl Layout {
                 slots: self.template.len(),
             });
         }
-        let mv = |kind, dst: u8, a: u8, b: u8| Instr {
-            kind,
-            dst,
-            a,
-            b,
-            c: 0,
+        let moves = Moves {
+            load_state: &load_state,
+            load_node: &load_node,
+            inputs: &self.inputs,
+            store_state: &store_state,
+            store_node: &store_node,
         };
-        let loads = (load_state.iter().map(|&i| mv(Kind::LoadState, i, i, 0)))
-            .chain(load_node.iter().map(|&(s, i)| mv(Kind::LoadNode, s, i, 0)))
-            .chain(
-                (self.inputs.iter().enumerate()).map(|(k, &(s, _))| mv(Kind::Input, s, k as u8, 0)),
-            );
-        let ops = instrs.into_iter().map(|(kind, dst, [a, b, c])| Instr {
-            kind,
-            dst: dst as u8,
-            a: a as u8,
-            b: b as u8,
-            c: c as u8,
-        });
-        let stores = (store_state.iter().map(|&i| mv(Kind::StoreState, 0, i, i))).chain(
-            store_node
-                .iter()
-                .map(|&(s, i)| mv(Kind::StoreNode, 0, i, s)),
-        );
-        let instrs = loads.chain(ops).chain(stores).collect();
+        let instrs = moves.around(instrs);
         Ok(Code {
             template: self.template.into(),
             inputs: self.inputs.iter().map(|&(_, input)| input).collect(),
@@ -671,6 +654,59 @@ impl Layout {
             state: self.state,
             node: self.template_node,
         })
+    }
+}
+
+/// The loads and stores around a program's operations.
+struct Moves<'a> {
+    /// Unit state variables read (their slot is their index).
+    load_state: &'a [u8],
+    /// Node state variables read: (slot, variable).
+    load_node: &'a [(u8, u8)],
+    /// Inputs read: (slot, input).
+    inputs: &'a [(u8, Input)],
+    /// Unit state variables assigned.
+    store_state: &'a [u8],
+    /// Node state variables assigned: (slot, variable).
+    store_node: &'a [(u8, u8)],
+}
+
+impl Moves<'_> {
+    /// The instructions of one run: loads, the operations `(kind, dst, args)`,
+    /// stores.
+    fn around(&self, ops: Vec<(Kind, usize, [usize; 3])>) -> Box<[Instr]> {
+        let mv = |kind, dst: u8, a: u8, b: u8| Instr {
+            kind,
+            dst,
+            a,
+            b,
+            c: 0,
+        };
+        let loads = (self.load_state.iter())
+            .map(|&i| mv(Kind::LoadState, i, i, 0))
+            .chain(
+                self.load_node
+                    .iter()
+                    .map(|&(s, i)| mv(Kind::LoadNode, s, i, 0)),
+            )
+            .chain(
+                (self.inputs.iter().enumerate()).map(|(k, &(s, _))| mv(Kind::Input, s, k as u8, 0)),
+            );
+        let ops = ops.into_iter().map(|(kind, dst, [a, b, c])| Instr {
+            kind,
+            dst: dst as u8,
+            a: a as u8,
+            b: b as u8,
+            c: c as u8,
+        });
+        let stores = (self.store_state.iter())
+            .map(|&i| mv(Kind::StoreState, 0, i, i))
+            .chain(
+                self.store_node
+                    .iter()
+                    .map(|&(s, i)| mv(Kind::StoreNode, 0, i, s)),
+            );
+        loads.chain(ops).chain(stores).collect()
     }
 }
 
