@@ -2,7 +2,8 @@
 # Runs the tests of every module with unsafe code under miri: PSPAT's mailbox,
 # sleeper, client lists, tags, link and sinks, eiffel-net's frame pool (real
 # threads) and ring walkers (on fake kernel rings in ordinary memory), and
-# eiffel-queue's prefetch hint and cffs's slab, and eiffel-capi's FFI functions
+# eiffel-queue's prefetch hint and cffs's slab, eiffel-sched's compiled rank
+# programs, and eiffel-capi's FFI functions
 # (NULL pointers, the panic guard). Installs the nightly miri component if it is
 # missing.
 set -euo pipefail
@@ -23,6 +24,9 @@ cargo +nightly miri test -p eiffel-net --lib -- sys:: frames::
 # caches); cffs's slab (uninitialised items of free nodes, unchecked indexing
 # justified by its invariants) runs its own tests and cffs's.
 cargo +nightly miri test -p eiffel-queue --lib -- prefetch:: store:: bucketed:: circular:: slab:: cffs::
+# eiffel-sched: the compiled rank programs (frame slots indexed unchecked,
+# justified by the compiler's bounds check).
+cargo +nightly miri test -p eiffel-sched --lib -- tree::program::
 # The C API's extern functions on a small policy (about 1 min of tests, plus
 # the build of its dependencies).
 cargo +nightly miri test -p eiffel-capi --lib -- ffi::

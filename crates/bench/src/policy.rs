@@ -33,9 +33,10 @@
 //!   release time): the two pacers differ only in the release queue.
 //!
 //! - **expr**: each built-in rank function (WFQ over 64 children and over 1024
-//!   flows, strict priority, EDF, SRPT, pFabric) against the same policy written
-//!   as rank expressions, same queue and packets ([`exprs`]); the report gives
-//!   the expression's cost per packet as a multiple of the built-in's.
+//!   flows, strict priority, EDF, SRPT, pFabric) and the built-in per-flow token
+//!   bucket against the same policy written as rank or release expressions, same
+//!   queue and packets ([`exprs`]); the report gives the expression's cost per
+//!   packet as a multiple of the built-in's.
 //!
 //! The workloads are [`workload`], shared with the criterion bench
 //! (`cargo bench -p eiffel-bench --bench policy`).

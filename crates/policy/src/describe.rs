@@ -28,7 +28,7 @@ fn limited_units(spec: &TreeSpec) -> u64 {
     spec.nodes
         .iter()
         .map(|n| {
-            u64::from(n.limit.is_some())
+            u64::from(n.limit.is_some() || n.release.is_some())
                 + n.per_flow
                     .filter(|pf| pf.flow_limit.is_some() || n.flow_release.is_some())
                     .map_or(0, |pf| u64::from(pf.max_flows))
@@ -206,6 +206,9 @@ fn write_node(
     }
     if let Some(program) = &n.flow_release {
         let _ = writeln!(out, "{pad}    release times: {}", program.source());
+    }
+    if let Some(program) = &n.release {
+        let _ = writeln!(out, "{pad}    node release times: {}", program.source());
     }
     let names = if view.queues.len() == 2 {
         ["reservations", "shares"].as_slice()

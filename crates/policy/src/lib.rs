@@ -96,8 +96,11 @@
 //! Release programs (`release`, `release_on_dequeue`) use the same language
 //! over their `release_state` and the constants, without what belongs to
 //! ranking (`vtime`, `weight`, `priority`, `reservation`, `min_remaining`);
+//! on a per-flow leaf they give each flow's release times, on any other node
+//! (internal or leaf) the node's own, with one set of state and no `unit`.
 //! `examples/policies/tbf-expr.toml` is a token bucket written this way, exact
-//! to the tick of the built-in `flow_limit`.
+//! to the tick of the built-in `flow_limit`, and `fig6-expr.toml` the same on
+//! Fig. 6's internal node, exact to the tick of its built-in `limit`.
 //!
 //! ## DOT
 //! A policy can also be a Graphviz `digraph` ([`Policy::parse_dot_with`];

@@ -447,12 +447,38 @@ fn release_time_programs() {
         "node[0].release",
         "belongs to ranking",
     );
-    // Only per-flow leaves are paced by a program.
+    // On a node without flows the program paces the node's own output: it
+    // has one set of state and no units, and its errors are placed the same.
+    let node = |keys: &str| {
+        format!("[[node]]\nname = \"root\"\ndiscipline = \"wfq\"\n{keys}[[node]]\nname = \"a\"\nparent = \"root\"\n")
+    };
+    let text = node("release_state = { t = 0 }\nrelease = \"t + unit\"\n");
+    refused(&text, 5, "node[0].release", "no units");
+    let err = Policy::parse(&text, "bad.toml").unwrap_err().to_string();
+    assert!(err.starts_with("bad.toml:5:16:"), "{err}");
     refused(
-        &format!("{HEAD}release = \"now\"\n"),
-        8,
-        "node[1].release",
-        "add `flows = N`",
+        &node("release = \"weight\"\n"),
+        4,
+        "node[0].release",
+        "belongs to ranking",
+    );
+    refused(
+        &node("release = \"max(now, lenn)\"\n"),
+        4,
+        "node[0].release",
+        "unknown name `lenn`",
+    );
+    let root = Policy::parse(&node("release = \"now + 1000\"\n"), "ok.toml").unwrap();
+    assert!(root.spec().nodes[0].release.is_some());
+    let paced = Policy::parse(&format!("{HEAD}release = \"now + 1000\"\n"), "ok.toml").unwrap();
+    assert!(paced.spec().nodes[1].release.is_some());
+    assert!(paced.spec().nodes[1].flow_release.is_none());
+    // Flows that hold sub-policies are paced by `flow_limit`.
+    refused(
+        "[[node]]\nname = \"t\"\nflows = 4\nrelease = \"now\"\n[[node]]\nname = \"x\"\nparent = \"t\"\n",
+        4,
+        "node[0].release",
+        "sub-policies",
     );
     // The companion keys need `release`.
     refused(

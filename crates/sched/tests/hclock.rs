@@ -7,8 +7,9 @@
 //! The expected allocations of the first tests are derived by hand from that
 //! definition (and checked against [`mclock_allocation`]): the OSDI'10 paper's
 //! own example tables could not be retrieved where this was written (only its
-//! abstract). The last test uses an allocation VMware publishes for its
-//! mClock-based storage scheduler, numbers and all.
+//! abstract). Two tests use published numbers: an allocation VMware publishes
+//! for its mClock-based storage scheduler, and the expected counts of Ceph's
+//! dmClock unit tests (by reservation tags and by weights).
 
 use eiffel_sched::tree::{Discipline, NodeSpec, RateLimit, TreeSpec};
 use eiffel_sched::{Nanos, Packet, PolicyTree, Rate, Scheduler};
@@ -281,4 +282,72 @@ fn the_published_vsphere_example() {
             vm + 1
         );
     }
+}
+
+/// Two clients under an hClock root, each with `reservation` thousand requests
+/// per second (0 = none) and `weight`, one request being one 1000-byte packet.
+fn dmclock_pair(reservations: [u64; 2], weights: [u32; 2]) -> (PolicyTree, [u32; 2]) {
+    let mut spec = TreeSpec::new(100);
+    let mut root = NodeSpec::new("server", None);
+    root.discipline = Discipline::HCLOCK;
+    let r = spec.add(root);
+    for i in 0..2 {
+        let mut c = NodeSpec::new(format!("client{}", i + 1), Some(r));
+        c.weight = weights[i];
+        if reservations[i] > 0 {
+            c.reservation = Some(Rate::from_bps(reservations[i] * 8_000_000));
+        }
+        spec.add(c);
+    }
+    let tree = PolicyTree::new(spec).expect("valid tree");
+    let classes = [tree.leaf("client1").unwrap(), tree.leaf("client2").unwrap()];
+    (tree, classes)
+}
+
+/// Five requests from each client queued at time 0, then six served at
+/// `now`: how many of the six each client got.
+fn six_of_ten(tree: &mut PolicyTree, classes: [u32; 2], now: Nanos) -> [u32; 2] {
+    for _ in 0..5 {
+        for (i, &c) in classes.iter().enumerate() {
+            tree.enqueue(Packet::new(i as u32, 1_000).class(c).at(0), 0)
+                .unwrap();
+        }
+    }
+    let mut got = [0u32; 2];
+    for _ in 0..6 {
+        let p = tree.dequeue(now).expect("ten requests queued");
+        got[p.flow as usize] += 1;
+    }
+    tree.check_invariants();
+    got
+}
+
+/// The expected counts of Ceph's dmClock unit tests (ceph/ceph,
+/// `src/dmclock/test/test_dmclock_server.cc`, `dmclock_server_pull`
+/// `pull_weight` and `pull_reservation`), the reference implementation of
+/// mClock's tags by the algorithm's authors' successors: five requests from
+/// each of two clients, six pulled.
+///
+/// - weights 1 and 2, no reservations: 2 and 4 ("one-third of requests should
+///   have come from first client");
+/// - reservations of 2 and 1 requests per second, requests queued long before
+///   the pulls: 4 and 2, all served by reservation tags.
+///
+/// dmClock's `pull_reservation` gives both clients weight 0, which has no
+/// meaning here: the weights are equal, and the reservation tags decide. Its
+/// reservations are 2 and 1 per second and the pulls come 100 s after the
+/// requests; here time runs a thousand times faster (2000 and 1000 per second,
+/// pulls 100 ms later), which leaves the order of the tags, and so the counts,
+/// unchanged and keeps the tags within the reservation queue's window of time.
+#[test]
+fn dmclock_published_pull_counts() {
+    let (mut tree, classes) = dmclock_pair([0, 0], [1, 2]);
+    assert_eq!(six_of_ten(&mut tree, classes, 0), [2, 4], "pull_weight");
+    let (mut tree, classes) = dmclock_pair([2, 1], [1, 1]);
+    let later = 100_000_000; // 100 ms: every reservation tag is due
+    assert_eq!(
+        six_of_ten(&mut tree, classes, later),
+        [4, 2],
+        "pull_reservation"
+    );
 }

@@ -11,9 +11,12 @@ use super::ExprError;
 pub(crate) enum Role {
     /// A rank: every built-in name.
     Rank,
-    /// A flow's release time (`release`): no virtual time, no unit settings, no
-    /// `min_remaining`, which belong to ranking.
+    /// A flow's release time (`release` on a per-flow leaf): no virtual time,
+    /// no unit settings, no `min_remaining`, which belong to ranking.
     Release,
+    /// A node's release time (`release` on a node without flows): as
+    /// [`Role::Release`], and no `unit` either (the node is the only one).
+    NodeRelease,
 }
 
 /// The names a program may use besides the built-in ones.
@@ -130,7 +133,11 @@ impl Lower<'_> {
                 v,
                 Var::Vtime | Var::Weight | Var::Priority | Var::Reservation | Var::MinRemaining
             );
-            if ranking && self.names.role == Role::Release {
+            if v == Var::Unit && self.names.role == Role::NodeRelease {
+                let msg = "`unit` is a flow's id: a node's own release program has no units (keep per-flow state on a per-flow leaf)";
+                return Err(ExprError::at(at, msg));
+            }
+            if ranking && self.names.role != Role::Rank {
                 let msg = format!(
                     "`{n}` belongs to ranking: a release time may read packet fields, `head.FIELD`, now, unit, `constants` and `release_state`"
                 );
@@ -148,6 +155,7 @@ impl Lower<'_> {
         let vars = match self.names.role {
             Role::Rank => Var::ALL.map(Var::name).join(", "),
             Role::Release => "now, unit".to_string(),
+            Role::NodeRelease => "now".to_string(),
         };
         let msg = format!(
             "unknown name `{n}`: expected a declared state variable or constant{}, {}, `head.FIELD`, or one of {vars}",
@@ -168,7 +176,7 @@ impl Lower<'_> {
             .collect();
         let table = match self.names.role {
             Role::Rank => "state",
-            Role::Release => "release_state",
+            Role::Release | Role::NodeRelease => "release_state",
         };
         if all.is_empty() {
             format!(" (none declared: add `{table} = {{ name = 0 }}`)")
@@ -247,7 +255,7 @@ impl Lower<'_> {
         }
         let tables = match self.names.role {
             Role::Rank => "`state` or `node_state`",
-            Role::Release => "`release_state`",
+            Role::Release | Role::NodeRelease => "`release_state`",
         };
         let msg = if is_builtin(n) {
             format!("`{n}` is built in: only declared state variables can be assigned")

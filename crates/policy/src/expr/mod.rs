@@ -30,10 +30,11 @@
 //! among the flow's queued packets; and the node's named `constants`, folded
 //! into the program when it is compiled.
 //!
-//! A per-flow leaf's release-time programs (`release`, `release_on_dequeue`, with
-//! per-flow `release_state`) use the same language; their result is a time in ns,
-//! and they may not read what belongs to ranking (`vtime`, `weight`, `priority`,
-//! `reservation`, `min_remaining`).
+//! Release-time programs (`release`, `release_on_dequeue`, with `release_state`:
+//! per flow on a per-flow leaf, one set for the node's own output elsewhere) use
+//! the same language; their result is a time in ns, and they may not read what
+//! belongs to ranking (`vtime`, `weight`, `priority`, `reservation`,
+//! `min_remaining`), nor, on a node's own, `unit`.
 
 mod lower;
 mod parse;

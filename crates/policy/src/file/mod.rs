@@ -168,7 +168,11 @@ pub(crate) fn compile(
         let d = discipline::compile(index, n, i, kinds[i], &shape)?;
         let d = rank::apply(index, n, i, d, &shape)?;
         let mut ns = node::compile(index, n, i, d, &kinds, &shape, spec.mtu)?;
-        ns.flow_release = release::compile(index, &file.node[i], i, &shape)?;
+        match release::compile(index, &file.node[i], i, &shape)? {
+            Some(release::Release::Flows(p)) => ns.flow_release = Some(p),
+            Some(release::Release::Node(p)) => ns.release = Some(p),
+            None => {}
+        }
         spec.add(ns);
     }
     spec.validate().map_err(|e| spec_error(index, &e))?;

@@ -1,9 +1,12 @@
-//! A per-flow leaf's release-time programs: `release` (when a packet arrives into
-//! an empty flow) and `release_on_dequeue` (after each send) give the time the
-//! flow's next packet may leave, with per-flow `release_state` and the node's
-//! `constants` (see [`crate::expr`] for the language). The tree's one shaper
-//! holds each flow until that time; the node's discipline or `rank` still
-//! decides the order among the flows that may send.
+//! Release-time programs: `release` (when a packet arrives into an empty flow,
+//! or node) and `release_on_dequeue` (after each send) give the time the next
+//! packet may leave, with `release_state` and the node's `constants` (see
+//! [`crate::expr`] for the language). On a per-flow leaf they pace each flow
+//! (per-flow state), and the node's discipline or `rank` still decides the
+//! order among the flows that may send; on any other node, leaf or internal,
+//! they pace the node's own output (one set of state), and its parent orders
+//! it among its siblings when it may send. The tree's one shaper holds the flow
+//! or node until that time.
 
 use std::sync::Arc;
 
@@ -16,13 +19,21 @@ use super::{at, key, NodeFile};
 use crate::error::{KeyIndex, PolicyError};
 use crate::expr::{Names, Role};
 
+/// What a node's release-time program paces.
+pub(super) enum Release {
+    /// Each flow of a per-flow leaf.
+    Flows(Arc<RankProgram>),
+    /// The node's own output.
+    Node(Arc<RankProgram>),
+}
+
 /// Node `i`'s release-time program, if it has one.
 pub(super) fn compile(
     index: &KeyIndex,
     n: &NodeFile,
     i: usize,
     shape: &Shape,
-) -> Result<Option<Arc<RankProgram>>, PolicyError> {
+) -> Result<Option<Release>, PolicyError> {
     let Some(text) = &n.release else {
         let stray = [
             (
@@ -37,12 +48,9 @@ pub(super) fn compile(
         }
         return Ok(None);
     };
-    if n.flows.is_none() {
-        let msg = "`release` gives the release times of a per-flow leaf's flows: add `flows = N` (a node's own output is limited by `limit`)";
-        return Err(at(index, text, &key(i, "release"), msg));
-    }
-    if !shape.is_leaf(i) {
-        let msg = "flows that hold sub-policies are paced by `flow_limit`: `release` applies to per-flow leaves";
+    let per_flow = n.flows.is_some();
+    if per_flow && !shape.is_leaf(i) {
+        let msg = "flows that hold sub-policies are paced by `flow_limit`: `release` paces the flows of a per-flow leaf, or the output of a node without `flows`";
         return Err(at(index, text, &key(i, "release"), msg));
     }
     let constants = constants(index, n, i)?;
@@ -53,7 +61,11 @@ pub(super) fn compile(
         node_state: &[],
         constants: &constants,
         per_flow: true,
-        role: Role::Release,
+        role: if per_flow {
+            Role::Release
+        } else {
+            Role::NodeRelease
+        },
     };
     let on_arrival = program(index, i, "release", text, &names)?;
     let on_send = match &n.release_on_dequeue {
@@ -69,5 +81,10 @@ pub(super) fn compile(
     let program = RankProgram::new(on_arrival, on_send, init, Vec::new())
         .map_err(|e| at(index, text, &key(i, "release"), e.to_string()))?
         .with_source(source);
-    Ok(Some(Arc::new(program)))
+    let program = Arc::new(program);
+    Ok(Some(if per_flow {
+        Release::Flows(program)
+    } else {
+        Release::Node(program)
+    }))
 }

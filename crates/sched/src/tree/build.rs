@@ -6,7 +6,7 @@ use super::cq::CalendarSched;
 use super::discipline::{Discipline, QueueChoice, Rank};
 use super::minq::{MinDeque, MinPool};
 use super::node::{Flow, FlowLeaf, Kind, Node, Sent, NONE};
-use super::program::{Pacer, ProgramTxn};
+use super::program::{NodePacer, Pacer, ProgramTxn};
 use super::sched::{Core, Hclock, NodeSched, Ranked};
 use super::select::{plan, QueueNeeds, QueuePlan, RankKind};
 use super::shaper::{Gcra, Shaper};
@@ -115,7 +115,8 @@ fn shaper_capacity(spec: &TreeSpec) -> usize {
     spec.nodes
         .iter()
         .map(|ns| {
-            let held = ns.limit.is_some() || !ns.discipline.is_work_conserving();
+            let held =
+                ns.limit.is_some() || ns.release.is_some() || !ns.discipline.is_work_conserving();
             let flows = ns
                 .per_flow
                 .filter(|pf| pf.flow_limit.is_some() || ns.flow_release.is_some())
@@ -221,7 +222,7 @@ impl PolicyTree {
                 active: false,
                 throttled: false,
                 limited: ns.limit.is_some(),
-                holds: !ns.discipline.is_work_conserving(),
+                holds: !ns.discipline.is_work_conserving() || ns.release.is_some(),
                 backlog: Backlog::default(),
                 kind,
                 limit: ns.limit.map_or(Gcra::UNUSED, |l| Gcra::new(l, spec.mtu)),
@@ -249,6 +250,15 @@ impl PolicyTree {
             backlog: Backlog::default(),
             drops: vec![DropCounts::default(); spec.nodes.len()],
             filed: vec![None; spec.nodes.len()],
+            paced: spec
+                .nodes
+                .iter()
+                .map(|ns| {
+                    ns.release
+                        .as_ref()
+                        .map(|p| Box::new(NodePacer::new(p.clone())))
+                })
+                .collect(),
             spec,
         };
         tree.quiet = tree.quiet_nodes();

@@ -167,7 +167,9 @@ impl TreeSpec {
                     capacity.saturating_mul(POOL_ENTRY),
                 );
             }
-            shaper_units += u64::from(n.limit.is_some() || !n.discipline.is_work_conserving());
+            shaper_units += u64::from(
+                n.limit.is_some() || n.release.is_some() || !n.discipline.is_work_conserving(),
+            );
             if n.per_flow.is_some_and(|pf| pf.flow_limit.is_some()) || n.flow_release.is_some() {
                 shaper_units += flows;
             }

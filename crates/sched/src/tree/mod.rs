@@ -32,6 +32,15 @@
 //! rank decides the order, the release time only when, as in Eiffel's
 //! decoupled shaping (section 3.2.2). With both, the later time holds.
 //!
+//! Any node, internal or leaf, may likewise give its own output's release times
+//! by a program, [`NodeSpec::release`], with one set of state: computed when a
+//! packet arrives into the node's empty subtree and after every send from it.
+//! A node whose release time lies beyond the shaper's precision is filed in the
+//! shaper and leaves its parent's queue, exactly as a node held by its `limit`
+//! (shaping at any level, section 3.2.2); with a `limit` too, the later time
+//! holds. A token bucket written this way releases every packet at the time the
+//! built-in node limit does.
+//!
 //! ## Costs
 //! With tree depth `d`: `enqueue` and `dequeue` perform at most one queue operation
 //! per level, each O(1) on the bucketed queues, plus the head look-ups that give a
@@ -98,7 +107,10 @@ pub use discipline::{
 };
 pub use footprint::{Allocation, Footprint, Part};
 use node::{FlowLeaf, Kind, Node, NONE};
-pub use program::{Field, Op, Program, ProgramError, RankProgram, Var, MAX_STACK, MAX_STATE};
+use program::NodePacer;
+pub use program::{
+    Field, Op, Program, ProgramError, RankProgram, Var, MAX_SLOTS, MAX_STACK, MAX_STATE,
+};
 use sched::{Next, NodeSched};
 pub use select::QueuePlan;
 pub use shaper::Gcra;
@@ -148,6 +160,9 @@ pub struct PolicyTree {
     /// Per node, while it is throttled: its shaper entry and the release time
     /// it was filed for.
     filed: Vec<Option<(Handle, Nanos)>>,
+    /// Per node: its release-time program and the time it gave (cold: only
+    /// nodes with `release` have one, and they are flagged `holds`).
+    paced: Vec<Option<Box<NodePacer>>>,
 }
 
 /// A unit's next packet as the tree passes it up: its pool slot, its length
@@ -409,6 +424,13 @@ impl PolicyTree {
         let node = &self.nodes[c as usize];
         if node.holds {
             if !self.has_head(c) {
+                // Packets below, every unit held: a release program still
+                // files the node by its own time, as a limit does.
+                if node.backlog.packets > 0 && self.paced[c as usize].is_some() {
+                    if let Some(at) = self.hold(c, now) {
+                        self.throttle_node(c, now, at);
+                    }
+                }
                 return None;
             }
             if let Some(at) = self.hold(c, now) {
@@ -445,9 +467,27 @@ impl PolicyTree {
             return limit;
         }
         let discipline = node.kind.sched().and_then(|s| s.hold(now));
-        match (limit, discipline) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
+        let soon = now.saturating_add(self.slack);
+        let paced = self.paced[n as usize]
+            .as_ref()
+            .and_then(|p| (p.due > soon).then_some(p.due));
+        [limit, discipline, paced].into_iter().flatten().max()
+    }
+
+    /// Runs node `c`'s release program after it sent `sent` (it holds packets
+    /// still when `left`).
+    #[cold]
+    fn pace_send(&mut self, c: u32, sent: &Packet, left: bool, now: Nanos) {
+        if self.paced[c as usize].is_none() {
+            return;
+        }
+        let next = if left {
+            self.head_of(c, now).map(|h| *self.pool.at(h.slot))
+        } else {
+            None
+        };
+        if let Some(p) = &mut self.paced[c as usize] {
+            p.on_send(sent, next.as_ref(), left, now);
         }
     }
 
@@ -605,15 +645,22 @@ impl PolicyTree {
         }
     }
 
-    /// Counts `pkt` as queued in every node from `leaf` to the root.
+    /// Counts `pkt` as queued in every node from `leaf` to the root (at `now`:
+    /// a node with a release program whose subtree was empty runs it).
     #[inline]
-    fn account_path(&mut self, leaf: u32, pkt: &Packet) {
+    fn account_path(&mut self, leaf: u32, pkt: &Packet, now: Nanos) {
         let mut cur = leaf;
         while cur != NONE {
             let node = &mut self.nodes[cur as usize];
             node.backlog.packets += 1;
             node.backlog.bytes += u64::from(pkt.len);
-            cur = node.parent;
+            let parent = node.parent;
+            if node.holds && node.backlog.packets == 1 {
+                if let Some(p) = &mut self.paced[cur as usize] {
+                    p.on_arrival(pkt, now);
+                }
+            }
+            cur = parent;
         }
     }
 
@@ -703,7 +750,7 @@ impl Scheduler for PolicyTree {
             }
             Kind::Internal { .. } => unreachable!("checked to be a leaf"),
         }
-        self.account_path(leaf, &pkt);
+        self.account_path(leaf, &pkt, now);
         self.backlog.packets += 1;
         self.backlog.bytes += u64::from(pkt.len);
         self.propagate(leaf, &pkt, now);
@@ -754,6 +801,10 @@ impl Scheduler for PolicyTree {
             let held = node.limited && node.limit.send_then_held(now, pkt.len, self.slack);
             let parent = node.parent;
             let slot = node.slot;
+            if node.holds {
+                let left = node.backlog.packets > 0;
+                self.pace_send(c, &pkt, left, now);
+            }
             let next = self.next_head(c, below, held, now);
             if parent == NONE {
                 if let Some(head) = next {

@@ -58,6 +58,12 @@ pub struct NodeSpec {
     /// shaper like `flow_limit` (see [`PolicyTree`](super::PolicyTree)'s
     /// "Shaping by program").
     pub flow_release: Option<Arc<RankProgram>>,
+    /// The node's own release times computed by a program (the policy file's
+    /// `release` and `release_on_dequeue` on a node without flows): when the
+    /// node's output may next send, enforced by the tree's shaper like `limit`
+    /// (with both, the later time holds; see [`PolicyTree`](super::PolicyTree)'s
+    /// "Shaping by program").
+    pub release: Option<Arc<RankProgram>>,
 }
 
 impl NodeSpec {
@@ -75,6 +81,7 @@ impl NodeSpec {
             per_flow: None,
             capacity: None,
             flow_release: None,
+            release: None,
         }
     }
 }

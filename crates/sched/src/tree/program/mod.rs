@@ -31,15 +31,23 @@
 //! value; the last statement's value is the rank.
 //!
 //! ## Cost
-//! One pass over the operations with a fixed stack of [`MAX_STACK`] values on the
-//! native stack; nothing is allocated per packet. State lives in one vector per
-//! node, `units * state_len` values, allocated when the tree is built.
+//! A [`Program`] is the checked stack form a compiler emits; [`RankProgram::new`]
+//! compiles it once more, into three-address instructions over a frame of values
+//! (the stack resolved, constants folded, repeated operations computed once,
+//! unused ones dropped: see `code.rs`), so a run is one pass over a few
+//! instructions with no stack traffic. Nothing is allocated per packet: the
+//! frames (at most [`MAX_SLOTS`] values) are allocated with the node, and state
+//! lives in one vector per node, `units * state_len` values.
+
+mod code;
 
 use std::sync::Arc;
 
 use crate::packet::{Nanos, Packet};
 
 use super::txn::Unit;
+pub use code::MAX_SLOTS;
+use code::{Code, Ctx, Frame};
 
 /// Deepest operand stack a program may need.
 pub const MAX_STACK: usize = 32;
@@ -263,6 +271,12 @@ pub enum ProgramError {
         /// Variables declared.
         declared: usize,
     },
+    /// The compiled program needs more values than a frame holds.
+    #[error("the program needs {slots} values (constants, inputs, state and intermediate results; at most {MAX_SLOTS})")]
+    TooManyValues {
+        /// Values needed.
+        slots: usize,
+    },
     /// More state variables than [`MAX_STATE`].
     #[error("{declared} {what} state variables (at most {MAX_STATE})")]
     TooMuchState {
@@ -350,6 +364,9 @@ impl Program {
 pub struct RankProgram {
     on_enqueue: Program,
     on_dequeue: Option<Program>,
+    /// The programs compiled: enqueue, then dequeue (the enqueue program again
+    /// if there is none).
+    code: [Code; 2],
     state: Vec<u64>,
     node_state: Vec<u64>,
     /// What the program was compiled from, for display (empty if unknown).
@@ -361,8 +378,9 @@ impl RankProgram {
     /// per-unit variable, one per per-node variable).
     ///
     /// # Errors
-    /// More than [`MAX_STATE`] variables of either kind, or a program using a
-    /// state variable that is not declared.
+    /// More than [`MAX_STATE`] variables of either kind, a program using a
+    /// state variable that is not declared, or one needing more than
+    /// [`MAX_SLOTS`] values.
     pub fn new(
         on_enqueue: Program,
         on_dequeue: Option<Program>,
@@ -391,9 +409,15 @@ impl RankProgram {
                 }
             }
         }
+        let enqueue = Code::new(&on_enqueue, state.len(), node_state.len())?;
+        let dequeue = match &on_dequeue {
+            Some(p) => Code::new(p, state.len(), node_state.len())?,
+            None => enqueue.clone(),
+        };
         Ok(RankProgram {
             on_enqueue,
             on_dequeue,
+            code: [enqueue, dequeue],
             state,
             node_state,
             source: String::new(),
@@ -438,16 +462,6 @@ impl RankProgram {
     }
 }
 
-/// What one run of a program sees besides state.
-struct Ctx<'a> {
-    pkt: &'a Packet,
-    head: &'a Packet,
-    unit: &'a Unit,
-    index: u32,
-    now: Nanos,
-    vtime: u64,
-}
-
 /// A rank program running at one node: the program, every unit's state, the
 /// node's state and virtual time.
 #[derive(Debug)]
@@ -458,6 +472,8 @@ pub(crate) struct ProgramTxn {
     node_state: Vec<u64>,
     vtime: u64,
     width: usize,
+    /// The frames of the enqueue and dequeue programs.
+    frames: [Frame; 2],
 }
 
 impl ProgramTxn {
@@ -467,6 +483,7 @@ impl ProgramTxn {
             .flat_map(|_| program.state.iter().copied())
             .collect();
         ProgramTxn {
+            frames: [program.code[0].frame(), program.code[1].frame()],
             node_state: program.node_state.clone(),
             program,
             state,
@@ -536,16 +553,10 @@ impl ProgramTxn {
 
     #[inline]
     fn run(&mut self, which: Which, u: u32, ctx: &Ctx<'_>) -> u64 {
-        let program = match which {
-            Which::Enqueue => &self.program.on_enqueue,
-            Which::Dequeue => match &self.program.on_dequeue {
-                Some(p) => p,
-                None => &self.program.on_enqueue,
-            },
-        };
+        let k = which as usize;
         let at = u as usize * self.width;
         let state = &mut self.state[at..at + self.width];
-        eval(program.ops(), ctx, state, &mut self.node_state)
+        self.program.code[k].run(&mut self.frames[k], ctx, state, &mut self.node_state)
     }
 }
 
@@ -616,90 +627,55 @@ impl Pacer {
     }
 }
 
-#[derive(Clone, Copy)]
-enum Which {
-    Enqueue,
-    Dequeue,
+/// A node's own release-time program (`NodeSpec::release`): the same programs
+/// as a flow's, with one set of state, whose result is the time the node's
+/// output may next send. The enqueue program runs when a packet arrives into
+/// the node's empty subtree; the dequeue program after every send from it, its
+/// `head` the packet the node sends next (the sent one if none can be seen:
+/// every unit of the node held). Without a dequeue program the enqueue program
+/// runs after each send, on that next packet.
+#[derive(Debug)]
+pub(crate) struct NodePacer {
+    pacer: Pacer,
+    /// When the node may next send (0: now).
+    pub(crate) due: Nanos,
 }
 
-#[inline]
-fn var(v: Var, ctx: &Ctx<'_>) -> u64 {
-    match v {
-        Var::Now => ctx.now,
-        Var::Vtime => ctx.vtime,
-        Var::Weight => u64::from(ctx.unit.weight),
-        Var::Priority => u64::from(ctx.unit.priority),
-        Var::Reservation => ctx.unit.reservation.bps(),
-        Var::Unit => u64::from(ctx.index),
-        Var::MinRemaining => ctx.unit.queued_min,
-    }
-}
-
-/// Runs a checked program. The operand stack is a fixed array: `Program::new`
-/// proved that no operation underflows it and that it never exceeds
-/// [`MAX_STACK`], and `RankProgram::new` that every state index is in range.
-#[inline]
-fn eval(ops: &[Op], ctx: &Ctx<'_>, state: &mut [u64], node: &mut [u64]) -> u64 {
-    let mut stack = [0u64; MAX_STACK];
-    let mut sp = 0usize;
-    macro_rules! binary {
-        (|$a:ident, $b:ident| $e:expr) => {{
-            sp -= 1;
-            let ($a, $b) = (stack[sp - 1], stack[sp]);
-            stack[sp - 1] = $e;
-        }};
-    }
-    for &op in ops {
-        match op {
-            Op::Const(c) => {
-                stack[sp] = c;
-                sp += 1;
-            }
-            Op::Packet(f) => {
-                stack[sp] = f.of(ctx.pkt);
-                sp += 1;
-            }
-            Op::Head(f) => {
-                stack[sp] = f.of(ctx.head);
-                sp += 1;
-            }
-            Op::Var(v) => {
-                stack[sp] = var(v, ctx);
-                sp += 1;
-            }
-            Op::State(i) => {
-                stack[sp] = state[usize::from(i)];
-                sp += 1;
-            }
-            Op::NodeState(i) => {
-                stack[sp] = node[usize::from(i)];
-                sp += 1;
-            }
-            Op::SetState(i) => state[usize::from(i)] = stack[sp - 1],
-            Op::SetNodeState(i) => node[usize::from(i)] = stack[sp - 1],
-            Op::Pop => sp -= 1,
-            Op::Add => binary!(|a, b| a.saturating_add(b)),
-            Op::Sub => binary!(|a, b| a.saturating_sub(b)),
-            Op::Mul => binary!(|a, b| a.saturating_mul(b)),
-            Op::Div => binary!(|a, b| a.checked_div(b).unwrap_or(u64::MAX)),
-            Op::Rem => binary!(|a, b| a.checked_rem(b).unwrap_or(a)),
-            Op::Min => binary!(|a, b| a.min(b)),
-            Op::Max => binary!(|a, b| a.max(b)),
-            Op::Lt => binary!(|a, b| u64::from(a < b)),
-            Op::Le => binary!(|a, b| u64::from(a <= b)),
-            Op::Gt => binary!(|a, b| u64::from(a > b)),
-            Op::Ge => binary!(|a, b| u64::from(a >= b)),
-            Op::Eq => binary!(|a, b| u64::from(a == b)),
-            Op::Ne => binary!(|a, b| u64::from(a != b)),
-            Op::Select => {
-                sp -= 2;
-                let (c, a, b) = (stack[sp - 1], stack[sp], stack[sp + 1]);
-                stack[sp - 1] = if c != 0 { a } else { b };
-            }
+impl NodePacer {
+    pub(crate) fn new(program: Arc<RankProgram>) -> Self {
+        NodePacer {
+            pacer: Pacer::new(program, 1),
+            due: 0,
         }
     }
-    debug_assert_eq!(sp, 1, "a checked program leaves one value");
-    stack[0]
+
+    /// `pkt` arrived into the node's empty subtree at `now`.
+    #[inline]
+    pub(crate) fn on_arrival(&mut self, pkt: &Packet, now: Nanos) {
+        self.due = self.pacer.on_arrival(0, pkt, now);
+    }
+
+    /// The node sent `sent` at `now`; it has packets `left`, `next` the one it
+    /// sends next if it can be seen.
+    #[inline]
+    pub(crate) fn on_send(&mut self, sent: &Packet, next: Option<&Packet>, left: bool, now: Nanos) {
+        if !left {
+            // For the dequeue program's assignments: the next arrival into the
+            // empty subtree gives the release time.
+            let _ = self.pacer.on_send(0, sent, None, now);
+            return;
+        }
+        let next = next.unwrap_or(sent);
+        if let Some(due) = self.pacer.on_send(0, sent, Some(next), now) {
+            self.due = due;
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Which {
+    Enqueue = 0,
+    Dequeue = 1,
 }
 
 #[cfg(test)]
@@ -708,6 +684,7 @@ mod tests {
 
     fn run(ops: Vec<Op>) -> u64 {
         let p = Program::new(ops).unwrap();
+        let code = Code::new(&p, 0, 0).unwrap();
         let pkt = Packet::new(3, 1500);
         let ctx = Ctx {
             pkt: &pkt,
@@ -717,7 +694,7 @@ mod tests {
             now: 7,
             vtime: 0,
         };
-        eval(p.ops(), &ctx, &mut [], &mut [])
+        code.run(&mut code.frame(), &ctx, &mut [], &mut [])
     }
 
     #[test]
