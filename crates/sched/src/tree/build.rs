@@ -7,6 +7,7 @@ use super::discipline::{Discipline, QueueChoice, Rank};
 use super::minq::{MinDeque, MinPool};
 use super::node::{Flow, FlowLeaf, Kind, Node, Sent, NONE};
 use super::program::{Pacer, ProgramTxn};
+use super::levels::Levels;
 use super::sched::{Core, Hclock, NodeSched, Ranked};
 use super::select::{plan, QueueNeeds, QueuePlan, RankKind};
 use super::shaper::{Gcra, Shaper};
@@ -14,6 +15,7 @@ use super::spec::TreeSpec;
 use super::txn::{Builtin, Unit};
 use super::PolicyTree;
 use crate::packet::Nanos;
+use eiffel_queue::QueueKind;
 use crate::pool::{Fifo as List, PacketPool};
 use crate::scheduler::{Backlog, ConfigError, Counters, DropCounts};
 
@@ -97,6 +99,12 @@ fn build_sched(
         }
         Discipline::Ranked { rank, queue } => {
             let p = plan(queue, &needs(RankKind::Rank(*rank)));
+            if *rank == Rank::Strict && !per_flow && p.kind == QueueKind::Ffs {
+                // The same order in one word, when no two children tie.
+                if let Some(levels) = Levels::new(units.clone()) {
+                    return Ok((NodeSched::Levels(levels), vec![p]));
+                }
+            }
             let sched = NodeSched::Ranked(Ranked::new(&p, units, builtin(*rank), per_flow)?);
             Ok((sched, vec![p]))
         }

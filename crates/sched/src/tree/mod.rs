@@ -73,6 +73,7 @@ mod cq;
 mod discipline;
 mod footprint;
 mod invariants;
+mod levels;
 mod minq;
 mod node;
 mod program;
@@ -99,7 +100,7 @@ pub use discipline::{
 pub use footprint::{Allocation, Footprint, Part};
 use node::{FlowLeaf, Kind, Node, NONE};
 pub use program::{Field, Op, Program, ProgramError, RankProgram, Var, MAX_STACK, MAX_STATE};
-use sched::{Next, NodeSched};
+use sched::{Next, NodeSched, Ranked};
 pub use select::QueuePlan;
 pub use shaper::Gcra;
 use shaper::{Shaper, Throttled, UNIT_NODE};
@@ -333,6 +334,15 @@ impl PolicyTree {
         match sched {
             NodeSched::Ranked(r) => {
                 r.txn = Builtin::Custom(txn);
+                self.quiet = self.quiet_nodes();
+                self.ahead = NONE;
+                Ok(())
+            }
+            NodeSched::Levels(l) => {
+                // Custom ranks need the queue the policy planned.
+                let units = core::mem::take(&mut l.units);
+                let ranked = Ranked::new(&self.plans[i][0], units, Builtin::Custom(txn), false)?;
+                *sched = NodeSched::Ranked(ranked);
                 self.quiet = self.quiet_nodes();
                 self.ahead = NONE;
                 Ok(())
