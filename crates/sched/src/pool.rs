@@ -281,6 +281,15 @@ impl PacketPool {
         &self.slots[slot as usize].pkt
     }
 
+    /// Hints the CPU to fetch the head slot of `fifo`, which the next
+    /// [`PacketPool::pop_front`] on it reads.
+    #[inline]
+    pub fn prefetch_head(&self, fifo: &Fifo) {
+        if let Some(slot) = self.slots.get(fifo.head as usize) {
+            eiffel_queue::prefetch(slot);
+        }
+    }
+
     /// Hints the CPU to fetch the tail slot of `fifo`, which the next
     /// [`PacketPool::push_back`] on it links from.
     #[inline]

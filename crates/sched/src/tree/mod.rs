@@ -391,12 +391,16 @@ impl PolicyTree {
     #[inline]
     fn head_after(&mut self, n: u32, below: (u32, Option<Head>), now: Nanos) -> Option<Head> {
         let (child, child_head) = below;
-        if child != NONE && child_head.is_some() {
+        if child != NONE {
             if let Kind::Internal { children, sched } = &mut self.nodes[n as usize].kind {
                 let u = sched.peek(now)?;
                 let pick = children[u as usize];
-                if pick == child {
+                if pick == child && child_head.is_some() {
                     return child_head;
+                }
+                if self.prefetching {
+                    // `n` turns to another child: its leaves send next.
+                    self.prefetch_family(pick);
                 }
                 return self.head_of(pick, now);
             }
