@@ -388,7 +388,7 @@ impl PolicyTree {
     /// The packet node `n` would send next, given that its child `below.0`
     /// (if any) would send `below.1`: when `n` picks that child again, as it
     /// mostly does after serving it, no descent is needed.
-    #[inline]
+    #[inline(always)]
     fn head_after(&mut self, n: u32, below: (u32, Option<Head>), now: Nanos) -> Option<Head> {
         let (child, child_head) = below;
         if child != NONE {

@@ -416,7 +416,7 @@ impl NodeSched {
     }
 
     /// The unit to serve next (the same one until the next change).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn select(&mut self, now: Nanos) -> Option<u32> {
         match self {
             NodeSched::Ranked(r) => r.queue.peek().map(|(_, _, &u)| u),
@@ -439,7 +439,7 @@ impl NodeSched {
     /// The unit `select` would return, without the side effects of the link's
     /// request (a calendar's rotation): what the tree reads to rank a node's head
     /// while a packet arrives.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn peek(&mut self, now: Nanos) -> Option<u32> {
         match self {
             NodeSched::Calendar(c) => c.peek(now),
@@ -449,7 +449,7 @@ impl NodeSched {
 
     /// `u`, the unit `select` returned, sent `sent`; it stays queued with head
     /// `next`, or leaves when `next` is `None`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn served(&mut self, u: u32, sent: &Packet, next: Option<Next<'_>>, now: Nanos) {
         let next_len = next.map(|n| n.len);
         let next = next.map(|n| n.pkt);
