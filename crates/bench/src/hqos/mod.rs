@@ -291,8 +291,8 @@ fn on_own_thread<T: Send>(
 ) -> Result<T, BenchError> {
     std::thread::scope(|s| {
         s.spawn(|| f().map_err(|e| e.to_string()))
-        .join()
-        .unwrap_or_else(|_| Err("the overload run panicked".to_string()))
+            .join()
+            .unwrap_or_else(|_| Err("the overload run panicked".to_string()))
     })
     .map_err(Into::into)
 }

@@ -4,10 +4,10 @@
 
 use super::cq::CalendarSched;
 use super::discipline::{Discipline, QueueChoice, Rank};
+use super::levels::Levels;
 use super::minq::{MinDeque, MinPool};
 use super::node::{Flow, FlowLeaf, Kind, Node, Sent, NONE};
 use super::program::{Pacer, ProgramTxn};
-use super::levels::Levels;
 use super::sched::{Core, Hclock, NodeSched, Ranked};
 use super::select::{plan, QueueNeeds, QueuePlan, RankKind};
 use super::shaper::{Gcra, Shaper};
@@ -15,9 +15,9 @@ use super::spec::TreeSpec;
 use super::txn::{Builtin, Unit};
 use super::PolicyTree;
 use crate::packet::Nanos;
-use eiffel_queue::QueueKind;
 use crate::pool::{Fifo as List, PacketPool};
 use crate::scheduler::{Backlog, ConfigError, Counters, DropCounts};
+use eiffel_queue::QueueKind;
 
 /// Per-node units for a node's discipline: children with their configured weight,
 /// priority and reservation, or `n` flows of weight 1.

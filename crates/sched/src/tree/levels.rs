@@ -103,7 +103,10 @@ impl Levels {
                     (u as usize) < self.units.len(),
                     "strict levels: level {l} queued without a unit"
                 );
-                assert_eq!(self.level[u as usize] as usize, l, "strict levels: unit {u}");
+                assert_eq!(
+                    self.level[u as usize] as usize, l,
+                    "strict levels: unit {u}"
+                );
             }
         }
     }

@@ -743,10 +743,12 @@ impl Scheduler for PolicyTree {
                     n = children[u as usize];
                 }
                 Kind::Leaf { fifo } => {
-                    break self
-                        .pool
-                        .pop_front(fifo)
-                        .expect("a leaf with a head has a packet")
+                    let pkt = if self.prefetching {
+                        self.pool.pop_front_ahead(fifo)
+                    } else {
+                        self.pool.pop_front(fifo)
+                    };
+                    break pkt.expect("a leaf with a head has a packet");
                 }
                 Kind::Flows(fl) => {
                     break dequeue_flow(fl, &mut self.pool, &mut self.shaper, self.slack, n, now)
