@@ -28,7 +28,7 @@
 //!   in steps of 1 ms: every step offers bursts of 32 at 4 Mpps, then dequeues
 //!   bursts of up to 32 until nothing more is eligible, so every queue stays
 //!   backlogged and the limits decide. Both schedulers run on that clock
-//!   (rte_sched through a virtual timestamp counter, [`eiffel_dpdk::VirtualTsc`]),
+//!   (rte_sched through a virtual timestamp counter, `eiffel_dpdk::VirtualTsc`),
 //!   so a run does not depend on when the machine lets the thread run: on a
 //!   loaded machine, late wake-ups of a wall-clock loop shifted rte_sched's
 //!   class periods and moved its class shares by up to 2.4%. The bytes each pipe, traffic class and best-effort
