@@ -46,8 +46,12 @@
 //! parent needs no packet to rank a child, heads travel up the tree as pool slots,
 //! and the shaper answers "nothing due" from one cached instant. A dequeue
 //! remembers the leaf the next one takes from when every discipline above it
-//! selects without side effects (ranked nodes and fair-queueing cores), so a run
-//! of dequeues descends to it directly; any other change forgets it.
+//! selects without side effects (ranked and strict nodes, fair-queueing
+//! cores), so a run of dequeues descends to it directly; any other change
+//! forgets it. A `strict` node whose children have distinct priorities below
+//! 64 keeps its queue as one word of levels. In a tree larger than the cache,
+//! a parent turning to another child prefetches the next packets of that
+//! child's leaves.
 //! [`PolicyTree::enqueue_burst`] prefetches the path of the packets ahead in a
 //! tree larger than the cache.
 
