@@ -158,3 +158,66 @@ mod tests {
         assert!(Levels::new(units(&(0..64).rev().collect::<Vec<_>>())).is_some());
     }
 }
+
+#[cfg(test)]
+mod tree_tests {
+    use crate::packet::{Nanos, Packet};
+    use crate::tree::{Discipline, NodeSpec, Transaction, TreeSpec, Unit};
+    use crate::{PolicyTree, Scheduler};
+
+    /// Strict priority upside down (ranks within the two levels the node's
+    /// queue was planned for).
+    #[derive(Debug)]
+    struct Reversed;
+
+    impl Transaction for Reversed {
+        fn name(&self) -> &str {
+            "reversed"
+        }
+        fn on_activate(&mut self, unit: &mut Unit, _: &Packet, _: Nanos) -> u64 {
+            1 - u64::from(unit.priority)
+        }
+        fn on_dequeue(&mut self, unit: &mut Unit, _: &Packet, _: Option<&Packet>, _: Nanos) -> u64 {
+            1 - u64::from(unit.priority)
+        }
+    }
+
+    fn strict_pair() -> PolicyTree {
+        let mut spec = TreeSpec::new(8);
+        let mut root = NodeSpec::new("root", None);
+        root.discipline = Discipline::STRICT;
+        let r = spec.add(root);
+        for (name, priority) in [("low", 1), ("high", 0)] {
+            let mut leaf = NodeSpec::new(name, Some(r));
+            leaf.priority = priority;
+            spec.add(leaf);
+        }
+        PolicyTree::new(spec).expect("a valid tree")
+    }
+
+    fn order(tree: &mut PolicyTree) -> Vec<u32> {
+        let (low, high) = (tree.leaf("low").unwrap(), tree.leaf("high").unwrap());
+        for (t, class) in [(1, low), (2, high), (3, low)] {
+            let pkt = Packet::new(class, 100).class(class).at(t);
+            tree.enqueue(pkt, t).expect("room");
+        }
+        (0..3)
+            .map(|_| tree.dequeue(9).expect("queued").arrival as u32)
+            .collect()
+    }
+
+    #[test]
+    fn strict_levels_serve_by_priority_and_give_way_to_a_transaction() {
+        let mut tree = strict_pair();
+        assert_eq!(tree.node(0).discipline.as_deref(), Some("strict"));
+        assert_eq!(order(&mut tree), [2, 1, 3]);
+        tree.check_invariants();
+        // A custom transaction replaces the levels with a ranked queue.
+        let mut tree = strict_pair();
+        tree.set_transaction("root", Box::new(Reversed))
+            .expect("empty node");
+        assert_eq!(tree.node(0).discipline.as_deref(), Some("reversed"));
+        assert_eq!(order(&mut tree), [1, 3, 2]);
+        tree.check_invariants();
+    }
+}
