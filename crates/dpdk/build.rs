@@ -14,6 +14,7 @@ fn main() {}
 fn main() {
     println!("cargo:rerun-if-changed=csrc/shim.h");
     println!("cargo:rerun-if-changed=csrc/shim.c");
+    println!("cargo:rerun-if-changed=csrc/vtsc.c");
     let dpdk = match pkg_config::Config::new()
         .atleast_version("22.11")
         .cargo_metadata(false)
@@ -55,6 +56,7 @@ fn main() {
 
     let mut shim = cc::Build::new();
     shim.file("csrc/shim.c")
+        .file("csrc/vtsc.c")
         .warnings(true)
         .define("ALLOW_EXPERIMENTAL_API", None);
     for p in &dpdk.include_paths {

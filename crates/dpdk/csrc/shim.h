@@ -27,4 +27,16 @@ int eiffel_dpdk_errno(void);
 /* The timestamp counter's frequency, as EAL measured it. */
 uint64_t eiffel_dpdk_tsc_hz(void);
 
+/* Makes `rdtsc` in the calling thread return a count the caller sets
+ * instead of the hardware's (csrc/vtsc.c), starting at `start`: 0, or a
+ * negative errno when the system cannot trap the instruction (-ENOTSUP off
+ * x86-64 Linux). */
+int eiffel_dpdk_virtual_tsc_begin(uint64_t start);
+
+/* The count `rdtsc` returns from now on in the calling thread. */
+void eiffel_dpdk_virtual_tsc_set(uint64_t count);
+
+/* Gives the calling thread the hardware counter back: 0 or a negative errno. */
+int eiffel_dpdk_virtual_tsc_end(void);
+
 #endif

@@ -38,6 +38,12 @@ pub enum DpdkError {
     /// The pool had fewer free mbufs than asked.
     #[error("the mempool has fewer than {0} free mbufs")]
     PoolEmpty(usize),
+    /// The timestamp counter cannot be virtualised here.
+    #[error("cannot run rte_sched on a virtual clock: the timestamp counter does not trap ({reason}; x86-64 Linux with PR_SET_TSC is needed)")]
+    VirtualTsc {
+        /// Why `prctl(PR_SET_TSC)` or the handler's installation failed.
+        reason: std::io::Error,
+    },
     /// A configuration value outside what `rte_sched` supports.
     #[error("rte_sched configuration: {0}")]
     Config(#[from] SchedConfigError),

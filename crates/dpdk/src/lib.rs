@@ -11,7 +11,9 @@
 //! - [`Mempool`] and [`Burst`]: mbufs from an `rte_mempool`, handled in bursts;
 //! - [`SchedPort`]: one `rte_sched` port configured from a [`PortConfig`]
 //!   (subports, pipes, pipe profiles, 13 traffic classes per pipe, the
-//!   best-effort class's 4 WRR queues), with enqueue, dequeue and statistics.
+//!   best-effort class's 4 WRR queues), with enqueue, dequeue and statistics;
+//! - [`VirtualTsc`]: the timestamp counter `rte_sched` reads, answering with a
+//!   count the caller advances (a run on a virtual clock).
 //!
 //! Everything is behind the `dpdk` feature: without it the crate is empty, so a
 //! workspace build needs no DPDK, libclang or pkg-config.
@@ -26,6 +28,7 @@ mod eal;
 mod error;
 mod mbuf;
 mod sched;
+mod vtsc;
 
 pub use eal::{eal, Eal};
 pub use error::{DpdkError, SchedConfigError};
@@ -34,6 +37,7 @@ pub use sched::{
     PipeProfile, PortConfig, QueuePath, QueueStats, SchedPort, SubportProfile, BE_QUEUES, BE_TC,
     QUEUES_PER_PIPE, TRAFFIC_CLASSES,
 };
+pub use vtsc::VirtualTsc;
 
 /// The generated bindings (DPDK's types and functions the crate uses, and the shim).
 #[allow(

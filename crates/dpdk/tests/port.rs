@@ -157,3 +157,27 @@ fn refuses_bad_configurations_with_an_error() {
     let err = SchedPort::new(&pool, &c).expect_err("class faster than its pipe");
     assert!(err.to_string().contains("rte_sched"), "{err}");
 }
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn the_virtual_counter_answers_rdtsc_in_its_thread_only() {
+    use eiffel_dpdk::VirtualTsc;
+    #[allow(unsafe_code)]
+    fn rdtsc() -> u64 {
+        // SAFETY: `rdtsc` only reads the timestamp counter.
+        unsafe { core::arch::x86_64::_rdtsc() }
+    }
+    std::thread::spawn(|| {
+        let tsc = VirtualTsc::begin(1_000).expect("PR_SET_TSC traps rdtsc on x86-64 Linux");
+        assert_eq!(rdtsc(), 1_000);
+        tsc.set(5_000_000);
+        assert_eq!(rdtsc(), 5_000_000);
+        // A thread it creates (inheriting the trap) reads the hardware counter.
+        let other = std::thread::spawn(rdtsc).join().expect("thread");
+        assert_ne!(other, 5_000_000);
+        drop(tsc);
+        assert!(rdtsc() > 5_000_000, "the hardware counter is back");
+    })
+    .join()
+    .expect("the virtual-counter thread");
+}

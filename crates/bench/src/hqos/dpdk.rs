@@ -1,10 +1,10 @@
 //! rte_sched's side: DPDK's hierarchical scheduler configured with the same
 //! hierarchy, fed mbufs from an rte_mempool.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use eiffel_dpdk::{
-    eal, Burst, Mempool, PipeProfile, PortConfig, QueuePath, SchedPort, SubportProfile,
+    eal, Burst, Mempool, PipeProfile, PortConfig, QueuePath, SchedPort, SubportProfile, VirtualTsc,
 };
 
 use super::hierarchy::{tc_of, Hierarchy, QUEUES_PER_PIPE, TRAFFIC_CLASSES};
@@ -157,10 +157,17 @@ pub fn throughput(
     })
 }
 
-/// As [`super::eiffel::shares`], through rte_sched with its own clock (the TSC
-/// behind the port's byte clock).
+/// As [`super::eiffel::shares`], through rte_sched on the same virtual
+/// clock: its timestamp counter ([`VirtualTsc`], in this thread only) reads
+/// the step's time at the frequency EAL measured, from before the port is
+/// configured (rte_sched adds the bytes it sends on top, as the port's byte
+/// clock does for Eiffel).
 pub fn shares(h: &Hierarchy, window: Window) -> Result<Served, BenchError> {
     let eal = eal(EAL_MEMORY_MB)?;
+    let hz = u128::from(eal.tsc_hz());
+    let origin: u64 = 1 << 32;
+    let tsc = VirtualTsc::begin(origin)?;
+    let at = |elapsed: Duration| origin + (elapsed.as_nanos() * hz / 1_000_000_000) as u64;
     let pipes = h.profiles.len() as u32;
     let queues = Hierarchy::queues(1, pipes);
     let held = queues * usize::from(*h.qsize.iter().max().unwrap_or(&64));
@@ -170,22 +177,15 @@ pub fn shares(h: &Hierarchy, window: Window) -> Result<Served, BenchError> {
     let mut served = Served::new(queues);
     let mut burst = Burst::new();
     let mut out = Burst::new();
-    let start = Instant::now();
-    let end = window.end();
-    let mut last = Duration::ZERO;
-    loop {
-        let elapsed = start.elapsed();
-        if elapsed >= end {
-            break;
-        }
-        for _ in 0..super::bursts_due(elapsed - last) {
+    for elapsed in super::steps(window) {
+        tsc.set(at(elapsed));
+        for _ in 0..super::bursts_due(super::STEP) {
             pool.alloc(&mut burst, BURST)?;
             for i in 0..BURST {
                 fill(&port, &mut burst, i, stream.next_arrival(), pipes);
             }
             port.enqueue(&mut burst);
         }
-        last = elapsed;
         // Bursts until one comes back empty: rte_sched found nothing eligible.
         let weight = window.weight(elapsed);
         while port.dequeue(&mut out, BURST) > 0 {
@@ -194,7 +194,8 @@ pub fn shares(h: &Hierarchy, window: Window) -> Result<Served, BenchError> {
             }
             out.free();
         }
-        std::thread::sleep(super::IDLE);
     }
+    drop(port);
+    drop(tsc);
     Ok(served)
 }

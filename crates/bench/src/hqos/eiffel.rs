@@ -43,15 +43,15 @@ impl PortClock {
     /// port's rate, whichever is ahead.
     #[inline]
     pub fn now(&self) -> Nanos {
-        let wall = self.start.elapsed().as_nanos() as u64;
-        let sent = (u128::from(self.bytes) * 1_000_000_000 / u128::from(self.bytes_per_sec)) as u64;
-        wall.max(sent)
+        self.now_at(self.start.elapsed())
     }
 
-    /// Wall time since the start.
-    #[must_use]
-    pub fn elapsed(&self) -> Duration {
-        self.start.elapsed()
+    /// The same with `elapsed` (a virtual clock's) in place of the wall
+    /// clock's time since the start.
+    #[inline]
+    pub fn now_at(&self, elapsed: Duration) -> Nanos {
+        let sent = (u128::from(self.bytes) * 1_000_000_000 / u128::from(self.bytes_per_sec)) as u64;
+        (elapsed.as_nanos() as u64).max(sent)
     }
 }
 
@@ -152,9 +152,10 @@ pub fn throughput(
     })
 }
 
-/// Overload on the hierarchy as written (one subport of its pipes): bursts of
-/// 32 offered at [`super::OFFERED_PPS`] and up to 32 dequeued per step for the `window`'s wall
-/// time; returns the bytes each queue sent in it.
+/// Overload on the hierarchy as written (one subport of its pipes) on the
+/// virtual clock of [`super::STEP`]s: each step offers bursts of 32 at
+/// [`super::OFFERED_PPS`] and dequeues bursts of up to 32 until nothing is
+/// eligible; returns the bytes each queue sent in the `window`.
 pub fn shares(h: &Hierarchy, window: Window) -> Result<Served, BenchError> {
     let pipes = h.profiles.len() as u32;
     let queues = Hierarchy::queues(1, pipes);
@@ -163,34 +164,16 @@ pub fn shares(h: &Hierarchy, window: Window) -> Result<Served, BenchError> {
     let mut stream = Stream::new(queues, super::STREAM_LEN);
     let mut served = Served::new(queues);
     let mut clock = PortClock::new(h.port_bytes_per_sec());
-    let end = window.end();
-    let mut last = Duration::ZERO;
-    loop {
-        let elapsed = clock.elapsed();
-        if elapsed >= end {
-            break;
-        }
-        let now = clock.now();
-        for _ in 0..super::bursts_due(elapsed - last) {
+    for elapsed in super::steps(window) {
+        let now = clock.now_at(elapsed);
+        for _ in 0..super::bursts_due(super::STEP) {
             port.offer_burst(&mut stream, BURST, now);
         }
-        last = elapsed;
-        // Bursts until one comes back short: everything eligible is sent.
-        loop {
-            let mut got = 0;
-            while got < BURST {
-                let Some(pkt) = port.tree.dequeue(now) else {
-                    break;
-                };
-                got += 1;
-                clock.sent(pkt.len);
-                served.add(pkt.flow as usize, pkt.len, window.weight(elapsed));
-            }
-            if got < BURST {
-                break;
-            }
+        let weight = window.weight(elapsed);
+        while let Some(pkt) = port.tree.dequeue(now) {
+            clock.sent(pkt.len);
+            served.add(pkt.flow as usize, pkt.len, weight);
         }
-        std::thread::sleep(super::IDLE);
     }
     port.tree.check_invariants();
     Ok(served)

@@ -23,13 +23,15 @@
 //!   counted; wall-clock time is shown beside it); the median of the
 //!   repetitions is reported, as Mpps per core and ns per packet.
 //! - **Same work**: the file's hierarchy as written (one subport) under
-//!   overload, for a warm-up and a measured window of wall time (its edges
-//!   tapered over one 100 ms class period, see [`shares::Window`]): every step
-//!   offers bursts of 32 at 4 Mpps for the time since the step before, then
-//!   dequeues bursts of up to 32 until nothing more is eligible and sleeps 1 ms,
-//!   so every queue stays backlogged (on a thread of nice -10 where permitted, so that wake-ups
-//!   are not late on a loaded machine)
-//!   and the limits decide. The bytes each pipe, traffic class and best-effort
+//!   overload, for a warm-up and a measured window (its edges tapered over one
+//!   200 ms class period, see [`shares::Window`]) of a virtual clock advanced
+//!   in steps of 1 ms: every step offers bursts of 32 at 4 Mpps, then dequeues
+//!   bursts of up to 32 until nothing more is eligible, so every queue stays
+//!   backlogged and the limits decide. Both schedulers run on that clock
+//!   (rte_sched through a virtual timestamp counter, `eiffel_dpdk::VirtualTsc`),
+//!   so a run does not depend on when the machine lets the thread run: on a
+//!   loaded machine, late wake-ups of a wall-clock loop shifted rte_sched's
+//!   class periods and moved its class shares by up to 2.4%. The bytes each pipe, traffic class and best-effort
 //!   queue sent must be the same share of the total in both schedulers, within
 //!   2% (of the larger share, floored at 1%); the fluid reference is printed
 //!   alongside. Without the `dpdk` feature Eiffel is compared with the fluid
@@ -64,18 +66,25 @@ pub const BURST: usize = 32;
 pub const OFFERED_PPS: f64 = 4e6;
 
 /// Bursts of 32 to offer in a step of the overload run that comes `since` after
-/// the previous one: [`OFFERED_PPS`] over that time, however long the sleep in
-/// between took (at least one burst, at most a second's worth).
+/// the previous one: [`OFFERED_PPS`] over that time (at least one burst, at
+/// most a second's worth).
 #[must_use]
 pub fn bursts_due(since: Duration) -> usize {
     let due = since.as_secs_f64().min(1.0) * OFFERED_PPS / BURST as f64;
     (due.ceil() as usize).max(1)
 }
 
-/// Sleep once nothing is eligible under overload: the loop then uses a fraction of
-/// a core and is woken promptly on a loaded machine, instead of losing whole
-/// time slices to other processes while its token buckets overflow.
-const IDLE: Duration = Duration::from_millis(1);
+/// One step of the overload run's virtual clock: arrivals for this long, then
+/// everything eligible is sent (rte_sched's qos_sched example polls about as
+/// often).
+pub const STEP: Duration = Duration::from_millis(1);
+
+/// The instants of the overload run's steps over `window`: one [`STEP`]
+/// apart from the first to the end of the window.
+pub fn steps(window: Window) -> impl Iterator<Item = Duration> {
+    let n = (window.end().as_nanos() / STEP.as_nanos()) as u32;
+    (1..=n).map(|k| STEP * k)
+}
 
 /// Arrivals in the precomputed stream.
 const STREAM_LEN: usize = 1 << 20;
@@ -202,12 +211,13 @@ impl ShareCheck {
 /// are reset, not accumulated, when a pipe is first visited after its period
 /// ends, so a capped class loses what is left (up to a packet) and the time
 /// until that visit, every period: 200 ms keeps that under 1% for caps of 5
-/// Mbit/s and more on a loop visiting every pipe every millisecond (DPDK's
+/// Mbit/s and more on a loop visiting every pipe every [`STEP`] (DPDK's
 /// qos_sched example uses 10 ms). The share window's edges taper over one period.
 pub const TC_PERIOD: Duration = Duration::from_millis(200);
 
 /// The overload run of the share check: 0.3 s of warm-up, then 3 s measured
-/// (6 s without `quick`), edges tapered over one class period.
+/// (6 s without `quick`), edges tapered over one class period, on the virtual
+/// clock.
 #[must_use]
 pub fn share_window(quick: bool) -> Window {
     Window {
@@ -232,7 +242,7 @@ pub fn load(path: &Path) -> Result<Hierarchy, BenchError> {
 /// Eiffel's bytes per queue on `h` under overload for `window` (the share
 /// check's Eiffel side).
 pub fn eiffel_shares(h: &Hierarchy, window: Window) -> Result<Served, BenchError> {
-    favoured(|| eiffel::shares(h, window))
+    eiffel::shares(h, window)
 }
 
 /// One scheduler's throughput on `subports` x `pipes` of `h` with every rate
@@ -258,8 +268,8 @@ pub fn throughput(
 /// Runs the share comparison: Eiffel and (with the `dpdk` feature) rte_sched on
 /// `h` under overload for `window` each.
 pub fn check_shares(h: &Hierarchy, window: Window) -> Result<ShareCheck, BenchError> {
-    let e = favoured(|| eiffel::shares(h, window))?;
-    let d: Option<Served> = favoured(|| rte_sched_shares(h, window))?;
+    let e = eiffel::shares(h, window)?;
+    let d: Option<Served> = on_own_thread(|| rte_sched_shares(h, window))?;
     let rows = shares::compare(&e, d.as_ref(), &shares::fluid(h));
     let worst = rows.iter().map(|r| r.difference).fold(0.0, f64::max);
     let bps = |s: &Served| s.total() * 8.0 / window.effective().as_secs_f64();
@@ -273,17 +283,16 @@ pub fn check_shares(h: &Hierarchy, window: Window) -> Result<ShareCheck, BenchEr
     })
 }
 
-/// Runs `f` on a thread of nice -10 where permitted (root): the overload runs
-/// sleep between steps and use a fraction of a core, and on a loaded machine a
-/// late wake-up lets token buckets overflow; both schedulers get the same.
-fn favoured<T: Send>(f: impl FnOnce() -> Result<T, BenchError> + Send) -> Result<T, BenchError> {
+/// Runs `f` on a thread of its own: rte_sched's overload run virtualises the
+/// timestamp counter of the thread it runs on, which the caller's thread then
+/// never sees.
+fn on_own_thread<T: Send>(
+    f: impl FnOnce() -> Result<T, BenchError> + Send,
+) -> Result<T, BenchError> {
     std::thread::scope(|s| {
-        s.spawn(|| {
-            let _ = eiffel_pspat::affinity::set_current_thread_nice(-10);
-            f().map_err(|e| e.to_string())
-        })
-        .join()
-        .unwrap_or_else(|_| Err("the overload run panicked".to_string()))
+        s.spawn(|| f().map_err(|e| e.to_string()))
+            .join()
+            .unwrap_or_else(|_| Err("the overload run panicked".to_string()))
     })
     .map_err(Into::into)
 }

@@ -4,6 +4,7 @@
 
 use super::cq::CalendarSched;
 use super::discipline::{Discipline, QueueChoice, Rank};
+use super::levels::Levels;
 use super::minq::{MinDeque, MinPool};
 use super::node::{Flow, FlowLeaf, Kind, Node, Sent, NONE};
 use super::program::{NodePacer, Pacer, ProgramTxn};
@@ -16,6 +17,7 @@ use super::PolicyTree;
 use crate::packet::Nanos;
 use crate::pool::{Fifo as List, PacketPool};
 use crate::scheduler::{Backlog, ConfigError, Counters, DropCounts};
+use eiffel_queue::QueueKind;
 
 /// Per-node units for a node's discipline: children with their configured weight,
 /// priority and reservation, or `n` flows of weight 1.
@@ -97,6 +99,12 @@ fn build_sched(
         }
         Discipline::Ranked { rank, queue } => {
             let p = plan(queue, &needs(RankKind::Rank(*rank)));
+            if *rank == Rank::Strict && !per_flow && p.kind == QueueKind::Ffs {
+                // The same order in one word, when no two children tie.
+                if let Some(levels) = Levels::new(units.clone()) {
+                    return Ok((NodeSched::Levels(levels), vec![p]));
+                }
+            }
             let sched = NodeSched::Ranked(Ranked::new(&p, units, builtin(*rank), per_flow)?);
             Ok((sched, vec![p]))
         }

@@ -55,8 +55,12 @@
 //! parent needs no packet to rank a child, heads travel up the tree as pool slots,
 //! and the shaper answers "nothing due" from one cached instant. A dequeue
 //! remembers the leaf the next one takes from when every discipline above it
-//! selects without side effects (ranked nodes and fair-queueing cores), so a run
-//! of dequeues descends to it directly; any other change forgets it.
+//! selects without side effects (ranked and strict nodes, fair-queueing
+//! cores), so a run of dequeues descends to it directly; any other change
+//! forgets it. A `strict` node whose children have distinct priorities below
+//! 64 keeps its queue as one word of levels. In a tree larger than the cache,
+//! a parent turning to another child prefetches the next packets of that
+//! child's leaves.
 //! [`PolicyTree::enqueue_burst`] prefetches the path of the packets ahead in a
 //! tree larger than the cache.
 
@@ -82,6 +86,7 @@ mod cq;
 mod discipline;
 mod footprint;
 mod invariants;
+mod levels;
 mod minq;
 mod node;
 mod program;
@@ -111,7 +116,7 @@ use program::NodePacer;
 pub use program::{
     Field, Op, Program, ProgramError, RankProgram, Var, MAX_SLOTS, MAX_STACK, MAX_STATE,
 };
-use sched::{Next, NodeSched};
+use sched::{Next, NodeSched, Ranked};
 pub use select::QueuePlan;
 pub use shaper::Gcra;
 use shaper::{Shaper, Throttled, UNIT_NODE};
@@ -352,6 +357,15 @@ impl PolicyTree {
                 self.ahead = NONE;
                 Ok(())
             }
+            NodeSched::Levels(l) => {
+                // Custom ranks need the queue the policy planned.
+                let units = core::mem::take(&mut l.units);
+                let ranked = Ranked::new(&self.plans[i][0], units, Builtin::Custom(txn), false)?;
+                *sched = NodeSched::Ranked(ranked);
+                self.quiet = self.quiet_nodes();
+                self.ahead = NONE;
+                Ok(())
+            }
             NodeSched::Hclock(_) | NodeSched::Core(..) | NodeSched::Calendar(_) => {
                 Err(no_transaction(discipline))
             }
@@ -393,15 +407,19 @@ impl PolicyTree {
     /// The packet node `n` would send next, given that its child `below.0`
     /// (if any) would send `below.1`: when `n` picks that child again, as it
     /// mostly does after serving it, no descent is needed.
-    #[inline]
+    #[inline(always)]
     fn head_after(&mut self, n: u32, below: (u32, Option<Head>), now: Nanos) -> Option<Head> {
         let (child, child_head) = below;
-        if child != NONE && child_head.is_some() {
+        if child != NONE {
             if let Kind::Internal { children, sched } = &mut self.nodes[n as usize].kind {
                 let u = sched.peek(now)?;
                 let pick = children[u as usize];
-                if pick == child {
+                if pick == child && child_head.is_some() {
                     return child_head;
+                }
+                if self.prefetching {
+                    // `n` turns to another child: its leaves send next.
+                    self.prefetch_family(pick);
                 }
                 return self.head_of(pick, now);
             }
@@ -776,10 +794,12 @@ impl Scheduler for PolicyTree {
                     n = children[u as usize];
                 }
                 Kind::Leaf { fifo } => {
-                    break self
-                        .pool
-                        .pop_front(fifo)
-                        .expect("a leaf with a head has a packet")
+                    let pkt = if self.prefetching {
+                        self.pool.pop_front_ahead(fifo)
+                    } else {
+                        self.pool.pop_front(fifo)
+                    };
+                    break pkt.expect("a leaf with a head has a packet");
                 }
                 Kind::Flows(fl) => {
                     break dequeue_flow(fl, &mut self.pool, &mut self.shaper, self.slack, n, now)

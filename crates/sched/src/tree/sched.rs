@@ -16,6 +16,7 @@ use eiffel_queue::{prefetch, AnyQueue, Handle, PriorityQueue, QueueKind};
 
 use super::cq::CalendarSched;
 use super::discipline::FairQueue;
+use super::levels::Levels;
 use super::select::{QueuePlan, HCLOCK_LEAD};
 use super::txn::{vt_cost, Builtin, Unit};
 use crate::flows::FlowCore;
@@ -145,6 +146,9 @@ impl Core {
 #[derive(Debug)]
 pub(crate) enum NodeSched {
     Ranked(Ranked),
+    /// `strict` over children of distinct priorities below 64: one word (see
+    /// [`Levels`]).
+    Levels(Levels),
     Hclock(Box<Hclock>),
     /// A fair-queueing core and the per-unit state the tree keeps beside it.
     Core(Core, Vec<Unit>),
@@ -253,6 +257,7 @@ impl NodeSched {
     pub(crate) fn units_mut(&mut self) -> &mut [Unit] {
         match self {
             NodeSched::Ranked(r) => &mut r.units,
+            NodeSched::Levels(l) => &mut l.units,
             NodeSched::Hclock(h) => &mut h.units,
             NodeSched::Core(_, units) => units,
             NodeSched::Calendar(c) => &mut c.units,
@@ -276,6 +281,8 @@ impl NodeSched {
                     prefetch(unit);
                 }
             }
+            // One word, in the lines already fetched.
+            NodeSched::Levels(_) => {}
             NodeSched::Core(_, units) => {
                 if let Some(unit) = units.get(u) {
                     prefetch(unit);
@@ -293,6 +300,7 @@ impl NodeSched {
     pub(crate) fn active(&self) -> usize {
         match self {
             NodeSched::Ranked(r) => r.queue.len(),
+            NodeSched::Levels(l) => l.len(),
             NodeSched::Hclock(h) => h.shares.len(),
             NodeSched::Core(c, _) => core!(c, x => x.backlogged()) as usize,
             NodeSched::Calendar(c) => c.len(),
@@ -302,6 +310,7 @@ impl NodeSched {
     pub(crate) fn is_active(&self, u: u32) -> bool {
         match self {
             NodeSched::Ranked(r) => r.handles[u as usize].is_some(),
+            NodeSched::Levels(l) => l.is_active(u),
             NodeSched::Hclock(h) => h.ph[u as usize].is_some(),
             NodeSched::Core(c, _) => core!(c, x => x.is_backlogged(u)),
             NodeSched::Calendar(c) => c.is_active(u),
@@ -314,7 +323,7 @@ impl NodeSched {
     /// rank programs that read nothing an arrival changes.
     pub(crate) fn ignores_arrivals(&self) -> bool {
         match self {
-            NodeSched::Core(..) | NodeSched::Hclock(_) => true,
+            NodeSched::Core(..) | NodeSched::Hclock(_) | NodeSched::Levels(_) => true,
             NodeSched::Ranked(r) => match r.txn {
                 Builtin::Wfq { .. } => true,
                 Builtin::Strict => !r.is_flow,
@@ -328,7 +337,10 @@ impl NodeSched {
     /// Whether `select` is `peek`: no side effect, no dependence on `now`
     /// (ranked nodes and fair-queueing cores, whose `peek` is repeatable).
     pub(crate) fn selects_purely(&self) -> bool {
-        matches!(self, NodeSched::Ranked(_) | NodeSched::Core(..))
+        matches!(
+            self,
+            NodeSched::Ranked(_) | NodeSched::Levels(_) | NodeSched::Core(..)
+        )
     }
 
     #[inline]
@@ -340,6 +352,7 @@ impl NodeSched {
                     .on_activate(u, &mut r.units[u as usize], head, now, r.is_flow);
                 place(&mut r.queue, &mut r.handles, u, rank);
             }
+            NodeSched::Levels(l) => l.activate(u),
             NodeSched::Hclock(h) => {
                 let unit = &mut h.units[u as usize];
                 if !unit.reservation.is_zero() {
@@ -369,7 +382,7 @@ impl NodeSched {
                 }
             }
             NodeSched::Calendar(c) => c.on_enqueue(u, head, now),
-            NodeSched::Hclock(_) | NodeSched::Core(..) => {}
+            NodeSched::Hclock(_) | NodeSched::Core(..) | NodeSched::Levels(_) => {}
         }
     }
 
@@ -403,10 +416,11 @@ impl NodeSched {
     }
 
     /// The unit to serve next (the same one until the next change).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn select(&mut self, now: Nanos) -> Option<u32> {
         match self {
             NodeSched::Ranked(r) => r.queue.peek().map(|(_, _, &u)| u),
+            NodeSched::Levels(l) => l.select(),
             NodeSched::Hclock(h) => {
                 if let Some((_, tag, &u)) = h.reservations.peek() {
                     if tag <= now {
@@ -425,7 +439,7 @@ impl NodeSched {
     /// The unit `select` would return, without the side effects of the link's
     /// request (a calendar's rotation): what the tree reads to rank a node's head
     /// while a packet arrives.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn peek(&mut self, now: Nanos) -> Option<u32> {
         match self {
             NodeSched::Calendar(c) => c.peek(now),
@@ -435,11 +449,12 @@ impl NodeSched {
 
     /// `u`, the unit `select` returned, sent `sent`; it stays queued with head
     /// `next`, or leaves when `next` is `None`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn served(&mut self, u: u32, sent: &Packet, next: Option<Next<'_>>, now: Nanos) {
         let next_len = next.map(|n| n.len);
         let next = next.map(|n| n.pkt);
         match self {
+            NodeSched::Levels(l) => l.served(u, next.is_some()),
             NodeSched::Ranked(r) => {
                 let rank =
                     r.txn
@@ -507,6 +522,7 @@ impl NodeSched {
                     "hclock reservation queue"
                 );
             }
+            NodeSched::Levels(l) => l.check_invariants(),
             NodeSched::Core(c, _) => core!(c, x => x.check_invariants()),
             NodeSched::Calendar(c) => c.check_invariants(),
         }

@@ -114,6 +114,7 @@ impl PolicyTree {
 fn sched_name(s: &NodeSched) -> String {
     match s {
         NodeSched::Ranked(r) => r.txn.name().to_string(),
+        NodeSched::Levels(_) => "strict".to_string(),
         NodeSched::Hclock(_) => "hclock".to_string(),
         NodeSched::Core(c, _) => c.name().to_string(),
         NodeSched::Calendar(c) => c.name().to_string(),
@@ -127,7 +128,7 @@ fn sched_stats(s: &NodeSched) -> Vec<QueueStats> {
             let (a, b) = h.queues();
             vec![a.stats(), b.stats()]
         }
-        NodeSched::Core(..) => Vec::new(),
+        NodeSched::Core(..) | NodeSched::Levels(_) => Vec::new(),
         NodeSched::Calendar(c) => vec![c.stats()],
     }
 }
@@ -137,6 +138,8 @@ fn sched_stats(s: &NodeSched) -> Vec<QueueStats> {
 pub fn node_queue_kind(tree: &PolicyTree, i: usize) -> Option<QueueKind> {
     match tree.nodes[i].kind.sched()? {
         NodeSched::Ranked(r) => Some(r.kind()),
+        // A one-word bitmap: what `ffs` is.
+        NodeSched::Levels(_) => Some(QueueKind::Ffs),
         NodeSched::Calendar(_) => Some(QueueKind::Calendar),
         _ => None,
     }
