@@ -180,7 +180,12 @@ impl KeyIndex {
         let index = KeyIndex::new(file, text);
         let doc = match toml_edit::ImDocument::parse(text.to_owned()) {
             Ok(doc) => doc,
-            Err(e) => return Err(index.de_error(&e.into())),
+            Err(e) => {
+                // Not TOML: no keys to index (the error names the key written
+                // on its line), and no second parse to find that out.
+                let _ = index.keys.set(Keys::default());
+                return Err(index.de_error(&e.into()));
+            }
         };
         let _ = index.keys.set(Keys::from_document(&doc));
         let value = toml_edit::de::from_document(doc).map_err(|e| index.de_error(&e))?;
