@@ -43,7 +43,7 @@
 //! the smallest per-flow leaf, whichever is less.
 
 pub use eiffel_classify::{ClassifyError, ClassifySpec};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use eiffel_classify::{
     AnnotateError, AnnotateSpec, DeadlineField, DeadlineSpec, FlowTableConfig, MalformedAction,
@@ -248,6 +248,24 @@ fn max_flows(
     Ok(table)
 }
 
+/// Refuses a `[classify]` section with more rules than the classifier holds,
+/// before anything is compiled: a file-wide bound, checked first like the
+/// tree's depth (a file may hold 100,000 rules).
+pub(crate) fn check_rule_count(
+    index: &KeyIndex,
+    file: Option<&ClassifyFile>,
+) -> Result<(), PolicyError> {
+    let count = file.map_or(0, |f| f.rules.len());
+    if count <= RuleSet::MAX_RULES {
+        return Ok(());
+    }
+    let e = RuleError::TooManyRules {
+        count,
+        max: RuleSet::MAX_RULES,
+    };
+    Err(index.at_key("classify", e.to_string()))
+}
+
 /// Why a name is not a leaf, for messages.
 fn hint_leaf(spec: &TreeSpec, name: &str) -> &'static str {
     match spec.find(name) {
@@ -334,16 +352,22 @@ pub(crate) fn compile(
             "a flow cannot expire after no time: give a positive `idle_timeout`",
         ));
     }
+    // Names are looked up in maps built once: a file may hold 100,000 nodes
+    // and 4,096 rules.
+    let ids: HashMap<&str, usize> = (spec.nodes.iter().enumerate())
+        .map(|(i, n)| (n.name.as_str(), i))
+        .collect();
     let resolve = |name: &str| {
-        spec.find(name)
-            .filter(|&i| kids[i].is_empty())
-            .map(|i| i as ClassId)
+        ids.get(name)
+            .filter(|&&i| kids[i].is_empty())
+            .map(|&i| i as ClassId)
     };
     let rules = RuleSet::compile(&classify.rules, &classify.default, resolve)
         .map_err(|e| rule_error(index, spec, &e))?;
+    let reached: HashSet<&str> = classify.rules.iter().map(|r| r.leaf.as_str()).collect();
     for &l in &leaves {
         let name = &spec.nodes[l].name;
-        if *name != classify.default && !classify.rules.iter().any(|r| r.leaf == *name) {
+        if *name != classify.default && !reached.contains(name.as_str()) {
             return Err(index.at_key(
                 &format!("node[{l}].name"),
                 format!("leaf `{name}` is reached by no classification rule and is not the default: no packet could ever enter it"),

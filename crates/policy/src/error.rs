@@ -70,7 +70,8 @@ impl PolicyError {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Entry {
-    path: String,
+    /// Where the dotted path is in [`Keys::paths`].
+    path: Range<usize>,
     key: Range<usize>,
     value: Range<usize>,
 }
@@ -93,6 +94,9 @@ pub struct KeyIndex {
 /// Every key of a file, with its spans.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct Keys {
+    /// Every key's path, one after the other: one allocation for a file of any
+    /// size rather than one a key.
+    paths: String,
     entries: Vec<Entry>,
     /// Indices into `entries`, ordered by path: a key, or the keys under a
     /// prefix, are a binary search away in files of any size.
@@ -107,28 +111,62 @@ impl Keys {
     }
 
     fn from_document<S>(doc: &toml_edit::ImDocument<S>) -> Keys {
-        let mut entries = Vec::new();
-        walk_table(doc.as_table(), "", &mut entries);
-        let mut by_path: Vec<u32> = (0..entries.len() as u32).collect();
-        by_path.sort_unstable_by(|&a, &b| entries[a as usize].path.cmp(&entries[b as usize].path));
-        Keys { entries, by_path }
+        let mut keys = Keys::default();
+        walk_table(doc.as_table(), &mut String::new(), &mut keys);
+        let mut by_path: Vec<u32> = (0..keys.entries.len() as u32).collect();
+        by_path.sort_unstable_by(|&a, &b| keys.path(a).cmp(keys.path(b)));
+        keys.by_path = by_path;
+        keys
+    }
+
+    /// The path of entry `i`.
+    fn path(&self, i: u32) -> &str {
+        self.path_of(&self.entries[i as usize])
+    }
+
+    fn path_of(&self, e: &Entry) -> &str {
+        &self.paths[e.path.clone()]
+    }
+
+    /// Adds the key at `path`.
+    fn push(&mut self, path: &str, key: Range<usize>, value: Range<usize>) {
+        let start = self.paths.len();
+        self.paths.push_str(path);
+        self.entries.push(Entry {
+            path: start..self.paths.len(),
+            key,
+            value,
+        });
     }
 
     fn get(&self, path: &str) -> Option<&Entry> {
         let i = self
             .by_path
-            .binary_search_by(|&i| self.entries[i as usize].path.as_str().cmp(path))
+            .binary_search_by(|&i| self.path(i).cmp(path))
             .ok()?;
         Some(&self.entries[self.by_path[i] as usize])
     }
 }
 
-fn join(prefix: &str, key: &str) -> String {
-    if prefix.is_empty() {
-        key.to_string()
-    } else {
-        format!("{prefix}.{key}")
+/// Runs `f` with `key` appended to `path` (after a dot unless `path` is
+/// empty), then puts `path` back.
+fn with_key(path: &mut String, key: &str, f: impl FnOnce(&mut String)) {
+    let len = path.len();
+    if len > 0 {
+        path.push('.');
     }
+    path.push_str(key);
+    f(path);
+    path.truncate(len);
+}
+
+/// Runs `f` with `[i]` appended to `path`, then puts `path` back.
+fn with_index(path: &mut String, i: usize, f: impl FnOnce(&mut String)) {
+    use std::fmt::Write;
+    let len = path.len();
+    let _ = write!(path, "[{i}]");
+    f(path);
+    path.truncate(len);
 }
 
 impl KeyIndex {
@@ -197,15 +235,17 @@ impl KeyIndex {
     }
 
     /// The innermost key whose name or value contains byte `offset`.
-    fn path_at(&self, offset: usize) -> Option<&Entry> {
-        self.keys()
+    fn path_at(&self, offset: usize) -> Option<&str> {
+        let keys = self.keys();
+        let e = keys
             .entries
             .iter()
             .filter(|e| e.key.contains(&offset) || e.value.contains(&offset))
             .min_by_key(|e| {
                 let span = e.value.end.max(e.key.end) - e.value.start.min(e.key.start);
                 (span, usize::MAX - e.path.len())
-            })
+            })?;
+        Some(keys.path_of(e))
     }
 
     /// The span of `path`'s value (or of the key when the value has none).
@@ -252,15 +292,15 @@ impl KeyIndex {
         let keys = self.keys();
         let first = keys
             .by_path
-            .partition_point(|&i| keys.entries[i as usize].path.as_str() < start.as_str());
-        let mut v: Vec<&Entry> = keys.by_path[first..]
+            .partition_point(|&i| keys.path(i) < start.as_str());
+        let mut v: Vec<(usize, &str)> = keys.by_path[first..]
             .iter()
-            .map(|&i| &keys.entries[i as usize])
-            .take_while(|e| e.path.starts_with(&start))
-            .filter(|e| !e.path[start.len()..].contains(['.', '[']))
+            .map(|&i| (keys.entries[i as usize].key.start, keys.path(i)))
+            .take_while(|(_, p)| p.starts_with(&start))
+            .filter(|(_, p)| !p[start.len()..].contains(['.', '[']))
             .collect();
-        v.sort_by_key(|e| e.key.start);
-        v.into_iter().map(|e| e.path.as_str()).collect()
+        v.sort_by_key(|&(at, _)| at);
+        v.into_iter().map(|(_, p)| p).collect()
     }
 
     /// An error at `path` (pointing at its value), or at the file's start if the
@@ -286,7 +326,7 @@ impl KeyIndex {
     pub(crate) fn error_at(&self, offset: usize, message: impl Into<String>) -> PolicyError {
         let key = self
             .path_at(offset)
-            .map_or_else(|| self.key_on_line(offset), |e| e.path.clone());
+            .map_or_else(|| self.key_on_line(offset), str::to_string);
         self.error(offset, &key, message)
     }
 
@@ -328,58 +368,47 @@ impl KeyIndex {
     }
 }
 
-fn walk_table(table: &toml_edit::Table, prefix: &str, out: &mut Vec<Entry>) {
+fn walk_table(table: &toml_edit::Table, path: &mut String, out: &mut Keys) {
     for (k, _) in table.iter() {
         if let Some((key, item)) = table.get_key_value(k) {
-            walk_item(key.span(), item, &join(prefix, k), out);
+            with_key(path, k, |p| walk_item(key.span(), item, p, out));
         }
     }
 }
 
-fn walk_item(key: Option<Range<usize>>, item: &toml_edit::Item, path: &str, out: &mut Vec<Entry>) {
+fn walk_item(key: Option<Range<usize>>, item: &toml_edit::Item, path: &mut String, out: &mut Keys) {
     let key = key.unwrap_or(0..0);
     match item {
         toml_edit::Item::None => {}
         toml_edit::Item::Value(v) => walk_value(key, v, path, out),
         toml_edit::Item::Table(t) => {
-            out.push(Entry {
-                path: path.to_string(),
-                key: key.clone(),
-                value: t.span().unwrap_or(key),
-            });
+            out.push(path, key.clone(), t.span().unwrap_or(key));
             walk_table(t, path, out);
         }
         toml_edit::Item::ArrayOfTables(a) => {
             for (i, t) in a.iter().enumerate() {
-                let p = format!("{path}[{i}]");
-                out.push(Entry {
-                    path: p.clone(),
-                    key: 0..0,
-                    value: t.span().unwrap_or(0..0),
+                with_index(path, i, |p| {
+                    out.push(p, 0..0, t.span().unwrap_or(0..0));
+                    walk_table(t, p, out);
                 });
-                walk_table(t, &p, out);
             }
         }
     }
 }
 
-fn walk_value(key: Range<usize>, v: &toml_edit::Value, path: &str, out: &mut Vec<Entry>) {
-    out.push(Entry {
-        path: path.to_string(),
-        key,
-        value: v.span().unwrap_or(0..0),
-    });
+fn walk_value(key: Range<usize>, v: &toml_edit::Value, path: &mut String, out: &mut Keys) {
+    out.push(path, key, v.span().unwrap_or(0..0));
     match v {
         toml_edit::Value::InlineTable(t) => {
             for (k, _) in t.iter() {
                 if let Some((key, item)) = t.get_key_value(k) {
-                    walk_item(key.span(), item, &join(path, k), out);
+                    with_key(path, k, |p| walk_item(key.span(), item, p, out));
                 }
             }
         }
         toml_edit::Value::Array(a) => {
             for (i, v) in a.iter().enumerate() {
-                walk_value(0..0, v, &format!("{path}[{i}]"), out);
+                with_index(path, i, |p| walk_value(0..0, v, p, out));
             }
         }
         _ => {}

@@ -196,6 +196,8 @@ pub struct Policy {
     rules: RuleSet,
     index: KeyIndex,
     leaves: file::LeafMap,
+    /// The class id of every leaf, by name.
+    leaf_ids: std::collections::HashMap<String, ClassId>,
     /// For a policy written in DOT: the DOT text and where each key came from.
     dot: Option<std::sync::Arc<dot::DotSource>>,
 }
@@ -245,6 +247,7 @@ impl Policy {
         let c = file::compile(&index, file, limits).map_err(|e| source.translate(e, &index))?;
         Ok(Policy {
             file: file_name.to_string(),
+            leaf_ids: leaf_ids(&c.spec),
             spec: c.spec,
             classify: c.classify,
             rules: c.rules,
@@ -274,6 +277,7 @@ impl Policy {
         let c = file::compile(&index, file, limits)?;
         Ok(Policy {
             file: file_name.to_string(),
+            leaf_ids: leaf_ids(&c.spec),
             spec: c.spec,
             classify: c.classify,
             rules: c.rules,
@@ -333,8 +337,7 @@ impl Policy {
     /// The class id of leaf `name` (what classification puts in `Packet::class`).
     #[must_use]
     pub fn leaf(&self, name: &str) -> Option<ClassId> {
-        let i = self.spec.find(name)?;
-        self.spec.is_leaf(i).then_some(i as ClassId)
+        self.leaf_ids.get(name).copied()
     }
 
     /// The classification section as written.
@@ -389,4 +392,13 @@ impl Policy {
             })
             .collect()
     }
+}
+
+/// The class id (node index) of every leaf of `spec`, by name: one pass.
+fn leaf_ids(spec: &TreeSpec) -> std::collections::HashMap<String, ClassId> {
+    let kids = spec.child_lists();
+    (spec.nodes.iter().enumerate())
+        .filter(|&(i, _)| kids[i].is_empty())
+        .map(|(i, n)| (n.name.clone(), i as ClassId))
+        .collect()
 }
