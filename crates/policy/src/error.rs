@@ -72,6 +72,9 @@ impl PolicyError {
 struct Entry {
     /// Where the dotted path is in [`Keys::paths`].
     path: Range<usize>,
+    /// One past the last entry under this key (entries are in document
+    /// order, each followed by the keys under it).
+    end: u32,
     key: Range<usize>,
     value: Range<usize>,
 }
@@ -98,9 +101,25 @@ struct Keys {
     /// size rather than one a key.
     paths: String,
     entries: Vec<Entry>,
-    /// Indices into `entries`, ordered by path: a key, or the keys under a
-    /// prefix, are a binary search away in files of any size.
-    by_path: Vec<u32>,
+    /// Each entry's path hash and index, ordered by hash: a key is a binary
+    /// search away in files of any size (sorting integers rather than 400,000
+    /// paths that share long prefixes).
+    by_hash: Vec<(u64, u32)>,
+}
+
+/// A path's hash: eight bytes at a time, rotate, xor and multiply (the
+/// same in every run; equal hashes are told apart by comparing the paths).
+fn hash_path(path: &str) -> u64 {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let mut h = path.len() as u64;
+    let mut chunks = path.as_bytes().chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes(c.try_into().expect("eight bytes"));
+        h = (h.rotate_left(5) ^ w).wrapping_mul(K);
+    }
+    let mut last = [0u8; 8];
+    last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    (h.rotate_left(5) ^ u64::from_le_bytes(last)).wrapping_mul(K)
 }
 
 impl Keys {
@@ -113,9 +132,11 @@ impl Keys {
     fn from_document<S>(doc: &toml_edit::ImDocument<S>) -> Keys {
         let mut keys = Keys::default();
         walk_table(doc.as_table(), &mut String::new(), &mut keys);
-        let mut by_path: Vec<u32> = (0..keys.entries.len() as u32).collect();
-        by_path.sort_unstable_by(|&a, &b| keys.path(a).cmp(keys.path(b)));
-        keys.by_path = by_path;
+        let mut by_hash: Vec<(u64, u32)> = (0..keys.entries.len() as u32)
+            .map(|i| (hash_path(keys.path(i)), i))
+            .collect();
+        by_hash.sort_unstable();
+        keys.by_hash = by_hash;
         keys
     }
 
@@ -128,23 +149,40 @@ impl Keys {
         &self.paths[e.path.clone()]
     }
 
-    /// Adds the key at `path`.
-    fn push(&mut self, path: &str, key: Range<usize>, value: Range<usize>) {
+    /// Adds the key at `path`, then the keys under it (`under`).
+    fn push(
+        &mut self,
+        path: &mut String,
+        key: Range<usize>,
+        value: Range<usize>,
+        under: impl FnOnce(&mut String, &mut Keys),
+    ) {
         let start = self.paths.len();
         self.paths.push_str(path);
+        let i = self.entries.len();
         self.entries.push(Entry {
             path: start..self.paths.len(),
+            end: 0,
             key,
             value,
         });
+        under(path, self);
+        self.entries[i].end = self.entries.len() as u32;
+    }
+
+    /// The index of the entry at `path`.
+    fn find(&self, path: &str) -> Option<usize> {
+        let h = hash_path(path);
+        let first = self.by_hash.partition_point(|&(x, _)| x < h);
+        self.by_hash[first..]
+            .iter()
+            .take_while(|&&(x, _)| x == h)
+            .map(|&(_, i)| i as usize)
+            .find(|&i| self.path_of(&self.entries[i]) == path)
     }
 
     fn get(&self, path: &str) -> Option<&Entry> {
-        let i = self
-            .by_path
-            .binary_search_by(|&i| self.path(i).cmp(path))
-            .ok()?;
-        Some(&self.entries[self.by_path[i] as usize])
+        self.find(path).map(|i| &self.entries[i])
     }
 }
 
@@ -290,14 +328,22 @@ impl KeyIndex {
     pub(crate) fn children_of(&self, prefix: &str) -> Vec<&str> {
         let start = format!("{prefix}.");
         let keys = self.keys();
-        let first = keys
-            .by_path
-            .partition_point(|&i| keys.path(i) < start.as_str());
-        let mut v: Vec<(usize, &str)> = keys.by_path[first..]
-            .iter()
-            .map(|&i| (keys.entries[i as usize].key.start, keys.path(i)))
-            .take_while(|(_, p)| p.starts_with(&start))
-            .filter(|(_, p)| !p[start.len()..].contains(['.', '[']))
+        let Some(parent) = keys.find(prefix) else {
+            return Vec::new();
+        };
+        // The keys right under `prefix`: from its first child, hop over each
+        // child's own keys.
+        let end = keys.entries[parent].end as usize;
+        let mut under = Vec::new();
+        let mut i = parent + 1;
+        while i < end {
+            under.push(i);
+            i = keys.entries[i].end as usize;
+        }
+        let mut v: Vec<(usize, &str)> = under
+            .into_iter()
+            .map(|i| (keys.entries[i].key.start, keys.path(i as u32)))
+            .filter(|(_, p)| p.starts_with(&start) && !p[start.len()..].contains(['.', '[']))
             .collect();
         v.sort_by_key(|&(at, _)| at);
         v.into_iter().map(|(_, p)| p).collect()
@@ -382,14 +428,14 @@ fn walk_item(key: Option<Range<usize>>, item: &toml_edit::Item, path: &mut Strin
         toml_edit::Item::None => {}
         toml_edit::Item::Value(v) => walk_value(key, v, path, out),
         toml_edit::Item::Table(t) => {
-            out.push(path, key.clone(), t.span().unwrap_or(key));
-            walk_table(t, path, out);
+            let value = t.span().unwrap_or(key.clone());
+            out.push(path, key, value, |p, out| walk_table(t, p, out));
         }
         toml_edit::Item::ArrayOfTables(a) => {
             for (i, t) in a.iter().enumerate() {
                 with_index(path, i, |p| {
-                    out.push(p, 0..0, t.span().unwrap_or(0..0));
-                    walk_table(t, p, out);
+                    let value = t.span().unwrap_or(0..0);
+                    out.push(p, 0..0, value, |p, out| walk_table(t, p, out));
                 });
             }
         }
@@ -397,8 +443,7 @@ fn walk_item(key: Option<Range<usize>>, item: &toml_edit::Item, path: &mut Strin
 }
 
 fn walk_value(key: Range<usize>, v: &toml_edit::Value, path: &mut String, out: &mut Keys) {
-    out.push(path, key, v.span().unwrap_or(0..0));
-    match v {
+    out.push(path, key, v.span().unwrap_or(0..0), |path, out| match v {
         toml_edit::Value::InlineTable(t) => {
             for (k, _) in t.iter() {
                 if let Some((key, item)) = t.get_key_value(k) {
@@ -412,5 +457,71 @@ fn walk_value(key: Range<usize>, v: &toml_edit::Value, path: &mut String, out: &
             }
         }
         _ => {}
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = r#"top = 1
+[[node]]
+name = "a"
+[[node]]
+name = "b"
+limit = "1Mbit"
+state = { x = 1, y = [2, 3] }
+[classify]
+default = "a"
+[[classify.rule]]
+leaf = "b"
+dscp = [1, 2]
+class = 7
+"#;
+
+    fn index() -> KeyIndex {
+        KeyIndex::parse::<toml::Table>("t.toml", TEXT).unwrap().0
+    }
+
+    #[test]
+    fn keys_are_found_by_path() {
+        let ix = index();
+        assert_eq!(ix.source_of("node[1].limit"), Some("\"1Mbit\""));
+        assert_eq!(ix.source_of("node[1].state.y[1]"), Some("3"));
+        assert_eq!(ix.source_of("classify.rule[0].class"), Some("7"));
+        assert_eq!(ix.source_of("node[2].name"), None);
+        assert_eq!(ix.source_of("node[1].state.z"), None);
+    }
+
+    #[test]
+    fn children_are_the_keys_right_under_a_prefix_in_file_order() {
+        let ix = index();
+        assert_eq!(
+            ix.children_of("classify.rule[0]"),
+            [
+                "classify.rule[0].leaf",
+                "classify.rule[0].dscp",
+                "classify.rule[0].class"
+            ]
+        );
+        assert_eq!(
+            ix.children_of("node[1].state"),
+            ["node[1].state.x", "node[1].state.y"]
+        );
+        assert!(ix.children_of("node[1].state.y").is_empty());
+        assert!(ix.children_of("nothing").is_empty());
+    }
+
+    #[test]
+    fn an_error_names_the_innermost_key_at_its_offset() {
+        let ix = index();
+        let at = TEXT.find("x = 1").unwrap() + 4;
+        let e = ix.error_at(at, "bad");
+        assert_eq!(e.key(), Some("node[1].state.x"), "{e}");
+        assert_eq!(e.line(), Some(7));
+        let e = ix.error_at(TEXT.find("Mbit").unwrap(), "bad");
+        assert_eq!(e.key(), Some("node[1].limit"), "{e}");
+        let e = ix.error_at(TEXT.find("dscp").unwrap(), "bad");
+        assert_eq!(e.key(), Some("classify.rule[0].dscp"), "{e}");
     }
 }

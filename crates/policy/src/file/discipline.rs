@@ -214,7 +214,11 @@ fn queue(
                 f.name()
             )
         } else if let Kind::Calendar(c) = kind {
-            if k == "queue" && n.queue.as_deref().is_some_and(|q| q.get_ref() == "calendar") {
+            if k == "queue"
+                && n.queue
+                    .as_deref()
+                    .is_some_and(|q| q.get_ref() == "calendar")
+            {
                 continue;
             }
             format!(

@@ -37,7 +37,14 @@ pub(super) fn compile(
     }
     if n.limit.is_some() || n.burst.is_some() {
         let (rate_key, burst_key) = (key(i, "limit"), key(i, "burst"));
-        ns.limit = limit(index, n.limit.as_ref(), n.burst.as_deref(), &rate_key, &burst_key, mtu)?;
+        ns.limit = limit(
+            index,
+            n.limit.as_ref(),
+            n.burst.as_deref(),
+            &rate_key,
+            &burst_key,
+            mtu,
+        )?;
     }
     if let Some(c) = &n.capacity {
         if !shape.is_leaf(i) {
