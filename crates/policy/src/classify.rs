@@ -256,14 +256,47 @@ pub(crate) fn check_rule_count(
     file: Option<&ClassifyFile>,
 ) -> Result<(), PolicyError> {
     let count = file.map_or(0, |f| f.rules.len());
-    if count <= RuleSet::MAX_RULES {
+    too_many_rules(count).map_or(Ok(()), |msg| Err(index.at_key("classify", msg)))
+}
+
+/// [`check_rule_count`] on the parsed document, before its keys are indexed
+/// and its rules deserialized one by one (a file of 100,000 rules is refused
+/// in the time it takes to parse it).
+pub(crate) fn check_rule_count_in(
+    index: &KeyIndex,
+    doc: &toml_edit::Table,
+) -> Result<(), PolicyError> {
+    let Some(classify) = doc.get("classify") else {
         return Ok(());
-    }
-    let e = RuleError::TooManyRules {
-        count,
-        max: RuleSet::MAX_RULES,
     };
-    Err(index.at_key("classify", e.to_string()))
+    let count = match classify.get("rule") {
+        Some(toml_edit::Item::ArrayOfTables(a)) => a.len(),
+        Some(toml_edit::Item::Value(toml_edit::Value::Array(a))) => a.len(),
+        _ => 0,
+    };
+    let Some(msg) = too_many_rules(count) else {
+        return Ok(());
+    };
+    // Where `KeyIndex::at_key("classify")` points: the table, or its key.
+    let at = match classify {
+        toml_edit::Item::Table(t) => t.span(),
+        toml_edit::Item::Value(v) => v.span(),
+        _ => None,
+    }
+    .or_else(|| doc.key("classify").and_then(toml_edit::Key::span))
+    .map_or(0, |s| s.start);
+    Err(index.error(at, "classify", msg))
+}
+
+/// The message refusing `count` rules, if that is more than the classifier holds.
+fn too_many_rules(count: usize) -> Option<String> {
+    (count > RuleSet::MAX_RULES).then(|| {
+        RuleError::TooManyRules {
+            count,
+            max: RuleSet::MAX_RULES,
+        }
+        .to_string()
+    })
 }
 
 /// Why a name is not a leaf, for messages.

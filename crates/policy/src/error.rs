@@ -253,6 +253,21 @@ impl KeyIndex {
         file: &str,
         text: &str,
     ) -> Result<(KeyIndex, T), PolicyError> {
+        KeyIndex::parse_bounded(file, text, |_, _| Ok(()))
+    }
+
+    /// [`KeyIndex::parse`], with `bounds` checked on the parsed document first:
+    /// a file-wide bound (how many rules a file may hold, say) refuses a huge
+    /// file before its keys are indexed or deserialized one by one.
+    ///
+    /// # Errors
+    /// The text is not TOML, `bounds` refuses it, or it does not deserialize
+    /// into `T`.
+    pub(crate) fn parse_bounded<T: serde::de::DeserializeOwned>(
+        file: &str,
+        text: &str,
+        bounds: impl FnOnce(&KeyIndex, &toml_edit::Table) -> Result<(), PolicyError>,
+    ) -> Result<(KeyIndex, T), PolicyError> {
         let index = KeyIndex::new(file, text);
         let doc = match toml_edit::ImDocument::parse(text.to_owned()) {
             Ok(doc) => doc,
@@ -263,6 +278,7 @@ impl KeyIndex {
                 return Err(index.de_error(&e.into()));
             }
         };
+        bounds(&index, doc.as_table())?;
         let _ = index.keys.set(Keys::from_document(&doc));
         let value = toml_edit::de::from_document(doc).map_err(|e| index.de_error(&e))?;
         Ok((index, value))

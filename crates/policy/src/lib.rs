@@ -242,8 +242,9 @@ impl Policy {
         limits: &Limits,
     ) -> Result<Policy, PolicyError> {
         let (toml, source) = dot::to_toml(text, file_name)?;
-        let (index, file) = KeyIndex::parse(file_name, &toml)
-            .map_err(|e| source.translate(e, &KeyIndex::new(file_name, &toml)))?;
+        let (index, file) =
+            KeyIndex::parse_bounded(file_name, &toml, classify::check_rule_count_in)
+                .map_err(|e| source.translate(e, &KeyIndex::new(file_name, &toml)))?;
         let c = file::compile(&index, file, limits).map_err(|e| source.translate(e, &index))?;
         Ok(Policy {
             file: file_name.to_string(),
@@ -273,7 +274,8 @@ impl Policy {
     /// Any mistake in the text, or an estimate above `limits.max_memory`, at the
     /// key responsible for most of it.
     pub fn parse_with(text: &str, file_name: &str, limits: &Limits) -> Result<Policy, PolicyError> {
-        let (index, file) = KeyIndex::parse(file_name, text)?;
+        let (index, file) =
+            KeyIndex::parse_bounded(file_name, text, classify::check_rule_count_in)?;
         let c = file::compile(&index, file, limits)?;
         Ok(Policy {
             file: file_name.to_string(),
