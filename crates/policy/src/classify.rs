@@ -43,7 +43,7 @@
 //! the smallest per-flow leaf, whichever is less.
 
 pub use eiffel_classify::{ClassifyError, ClassifySpec};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use eiffel_classify::{
     AnnotateError, AnnotateSpec, DeadlineField, DeadlineSpec, FlowTableConfig, MalformedAction,
@@ -248,6 +248,57 @@ fn max_flows(
     Ok(table)
 }
 
+/// Refuses a `[classify]` section with more rules than the classifier holds,
+/// before anything is compiled: a file-wide bound, checked first like the
+/// tree's depth (a file may hold 100,000 rules).
+pub(crate) fn check_rule_count(
+    index: &KeyIndex,
+    file: Option<&ClassifyFile>,
+) -> Result<(), PolicyError> {
+    let count = file.map_or(0, |f| f.rules.len());
+    too_many_rules(count).map_or(Ok(()), |msg| Err(index.at_key("classify", msg)))
+}
+
+/// [`check_rule_count`] on the parsed document, before its keys are indexed
+/// and its rules deserialized one by one (a file of 100,000 rules is refused
+/// in the time it takes to parse it).
+pub(crate) fn check_rule_count_in(
+    index: &KeyIndex,
+    doc: &toml_edit::Table,
+) -> Result<(), PolicyError> {
+    let Some(classify) = doc.get("classify") else {
+        return Ok(());
+    };
+    let count = match classify.get("rule") {
+        Some(toml_edit::Item::ArrayOfTables(a)) => a.len(),
+        Some(toml_edit::Item::Value(toml_edit::Value::Array(a))) => a.len(),
+        _ => 0,
+    };
+    let Some(msg) = too_many_rules(count) else {
+        return Ok(());
+    };
+    // Where `KeyIndex::at_key("classify")` points: the table, or its key.
+    let at = match classify {
+        toml_edit::Item::Table(t) => t.span(),
+        toml_edit::Item::Value(v) => v.span(),
+        _ => None,
+    }
+    .or_else(|| doc.key("classify").and_then(toml_edit::Key::span))
+    .map_or(0, |s| s.start);
+    Err(index.error(at, "classify", msg))
+}
+
+/// The message refusing `count` rules, if that is more than the classifier holds.
+fn too_many_rules(count: usize) -> Option<String> {
+    (count > RuleSet::MAX_RULES).then(|| {
+        RuleError::TooManyRules {
+            count,
+            max: RuleSet::MAX_RULES,
+        }
+        .to_string()
+    })
+}
+
 /// Why a name is not a leaf, for messages.
 fn hint_leaf(spec: &TreeSpec, name: &str) -> &'static str {
     match spec.find(name) {
@@ -334,16 +385,22 @@ pub(crate) fn compile(
             "a flow cannot expire after no time: give a positive `idle_timeout`",
         ));
     }
+    // Names are looked up in maps built once: a file may hold 100,000 nodes
+    // and 4,096 rules.
+    let ids: HashMap<&str, usize> = (spec.nodes.iter().enumerate())
+        .map(|(i, n)| (n.name.as_str(), i))
+        .collect();
     let resolve = |name: &str| {
-        spec.find(name)
-            .filter(|&i| kids[i].is_empty())
-            .map(|i| i as ClassId)
+        ids.get(name)
+            .filter(|&&i| kids[i].is_empty())
+            .map(|&i| i as ClassId)
     };
     let rules = RuleSet::compile(&classify.rules, &classify.default, resolve)
         .map_err(|e| rule_error(index, spec, &e))?;
+    let reached: HashSet<&str> = classify.rules.iter().map(|r| r.leaf.as_str()).collect();
     for &l in &leaves {
         let name = &spec.nodes[l].name;
-        if *name != classify.default && !classify.rules.iter().any(|r| r.leaf == *name) {
+        if *name != classify.default && !reached.contains(name.as_str()) {
             return Err(index.at_key(
                 &format!("node[{l}].name"),
                 format!("leaf `{name}` is reached by no classification rule and is not the default: no packet could ever enter it"),

@@ -70,7 +70,11 @@ impl PolicyError {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Entry {
-    path: String,
+    /// Where the dotted path is in [`Keys::paths`].
+    path: Range<usize>,
+    /// One past the last entry under this key (entries are in document
+    /// order, each followed by the keys under it).
+    end: u32,
     key: Range<usize>,
     value: Range<usize>,
 }
@@ -93,10 +97,29 @@ pub struct KeyIndex {
 /// Every key of a file, with its spans.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 struct Keys {
+    /// Every key's path, one after the other: one allocation for a file of any
+    /// size rather than one a key.
+    paths: String,
     entries: Vec<Entry>,
-    /// Indices into `entries`, ordered by path: a key, or the keys under a
-    /// prefix, are a binary search away in files of any size.
-    by_path: Vec<u32>,
+    /// Each entry's path hash and index, ordered by hash: a key is a binary
+    /// search away in files of any size (sorting integers rather than 400,000
+    /// paths that share long prefixes).
+    by_hash: Vec<(u64, u32)>,
+}
+
+/// A path's hash: eight bytes at a time, rotate, xor and multiply (the
+/// same in every run; equal hashes are told apart by comparing the paths).
+fn hash_path(path: &str) -> u64 {
+    const K: u64 = 0x517c_c1b7_2722_0a95;
+    let mut h = path.len() as u64;
+    let mut chunks = path.as_bytes().chunks_exact(8);
+    for c in &mut chunks {
+        let w = u64::from_le_bytes(c.try_into().expect("eight bytes"));
+        h = (h.rotate_left(5) ^ w).wrapping_mul(K);
+    }
+    let mut last = [0u8; 8];
+    last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+    (h.rotate_left(5) ^ u64::from_le_bytes(last)).wrapping_mul(K)
 }
 
 impl Keys {
@@ -107,28 +130,81 @@ impl Keys {
     }
 
     fn from_document<S>(doc: &toml_edit::ImDocument<S>) -> Keys {
-        let mut entries = Vec::new();
-        walk_table(doc.as_table(), "", &mut entries);
-        let mut by_path: Vec<u32> = (0..entries.len() as u32).collect();
-        by_path.sort_unstable_by(|&a, &b| entries[a as usize].path.cmp(&entries[b as usize].path));
-        Keys { entries, by_path }
+        let mut keys = Keys::default();
+        walk_table(doc.as_table(), &mut String::new(), &mut keys);
+        let mut by_hash: Vec<(u64, u32)> = (0..keys.entries.len() as u32)
+            .map(|i| (hash_path(keys.path(i)), i))
+            .collect();
+        by_hash.sort_unstable();
+        keys.by_hash = by_hash;
+        keys
+    }
+
+    /// The path of entry `i`.
+    fn path(&self, i: u32) -> &str {
+        self.path_of(&self.entries[i as usize])
+    }
+
+    fn path_of(&self, e: &Entry) -> &str {
+        &self.paths[e.path.clone()]
+    }
+
+    /// Adds the key at `path`, then the keys under it (`under`).
+    fn push(
+        &mut self,
+        path: &mut String,
+        key: Range<usize>,
+        value: Range<usize>,
+        under: impl FnOnce(&mut String, &mut Keys),
+    ) {
+        let start = self.paths.len();
+        self.paths.push_str(path);
+        let i = self.entries.len();
+        self.entries.push(Entry {
+            path: start..self.paths.len(),
+            end: 0,
+            key,
+            value,
+        });
+        under(path, self);
+        self.entries[i].end = self.entries.len() as u32;
+    }
+
+    /// The index of the entry at `path`.
+    fn find(&self, path: &str) -> Option<usize> {
+        let h = hash_path(path);
+        let first = self.by_hash.partition_point(|&(x, _)| x < h);
+        self.by_hash[first..]
+            .iter()
+            .take_while(|&&(x, _)| x == h)
+            .map(|&(_, i)| i as usize)
+            .find(|&i| self.path_of(&self.entries[i]) == path)
     }
 
     fn get(&self, path: &str) -> Option<&Entry> {
-        let i = self
-            .by_path
-            .binary_search_by(|&i| self.entries[i as usize].path.as_str().cmp(path))
-            .ok()?;
-        Some(&self.entries[self.by_path[i] as usize])
+        self.find(path).map(|i| &self.entries[i])
     }
 }
 
-fn join(prefix: &str, key: &str) -> String {
-    if prefix.is_empty() {
-        key.to_string()
-    } else {
-        format!("{prefix}.{key}")
+/// Runs `f` with `key` appended to `path` (after a dot unless `path` is
+/// empty), then puts `path` back.
+fn with_key(path: &mut String, key: &str, f: impl FnOnce(&mut String)) {
+    let len = path.len();
+    if len > 0 {
+        path.push('.');
     }
+    path.push_str(key);
+    f(path);
+    path.truncate(len);
+}
+
+/// Runs `f` with `[i]` appended to `path`, then puts `path` back.
+fn with_index(path: &mut String, i: usize, f: impl FnOnce(&mut String)) {
+    use std::fmt::Write;
+    let len = path.len();
+    let _ = write!(path, "[{i}]");
+    f(path);
+    path.truncate(len);
 }
 
 impl KeyIndex {
@@ -177,11 +253,32 @@ impl KeyIndex {
         file: &str,
         text: &str,
     ) -> Result<(KeyIndex, T), PolicyError> {
+        KeyIndex::parse_bounded(file, text, |_, _| Ok(()))
+    }
+
+    /// [`KeyIndex::parse`], with `bounds` checked on the parsed document first:
+    /// a file-wide bound (how many rules a file may hold, say) refuses a huge
+    /// file before its keys are indexed or deserialized one by one.
+    ///
+    /// # Errors
+    /// The text is not TOML, `bounds` refuses it, or it does not deserialize
+    /// into `T`.
+    pub(crate) fn parse_bounded<T: serde::de::DeserializeOwned>(
+        file: &str,
+        text: &str,
+        bounds: impl FnOnce(&KeyIndex, &toml_edit::Table) -> Result<(), PolicyError>,
+    ) -> Result<(KeyIndex, T), PolicyError> {
         let index = KeyIndex::new(file, text);
         let doc = match toml_edit::ImDocument::parse(text.to_owned()) {
             Ok(doc) => doc,
-            Err(e) => return Err(index.de_error(&e.into())),
+            Err(e) => {
+                // Not TOML: no keys to index (the error names the key written
+                // on its line), and no second parse to find that out.
+                let _ = index.keys.set(Keys::default());
+                return Err(index.de_error(&e.into()));
+            }
         };
+        bounds(&index, doc.as_table())?;
         let _ = index.keys.set(Keys::from_document(&doc));
         let value = toml_edit::de::from_document(doc).map_err(|e| index.de_error(&e))?;
         Ok((index, value))
@@ -192,15 +289,17 @@ impl KeyIndex {
     }
 
     /// The innermost key whose name or value contains byte `offset`.
-    fn path_at(&self, offset: usize) -> Option<&Entry> {
-        self.keys()
+    fn path_at(&self, offset: usize) -> Option<&str> {
+        let keys = self.keys();
+        let e = keys
             .entries
             .iter()
             .filter(|e| e.key.contains(&offset) || e.value.contains(&offset))
             .min_by_key(|e| {
                 let span = e.value.end.max(e.key.end) - e.value.start.min(e.key.start);
                 (span, usize::MAX - e.path.len())
-            })
+            })?;
+        Some(keys.path_of(e))
     }
 
     /// The span of `path`'s value (or of the key when the value has none).
@@ -245,17 +344,25 @@ impl KeyIndex {
     pub(crate) fn children_of(&self, prefix: &str) -> Vec<&str> {
         let start = format!("{prefix}.");
         let keys = self.keys();
-        let first = keys
-            .by_path
-            .partition_point(|&i| keys.entries[i as usize].path.as_str() < start.as_str());
-        let mut v: Vec<&Entry> = keys.by_path[first..]
-            .iter()
-            .map(|&i| &keys.entries[i as usize])
-            .take_while(|e| e.path.starts_with(&start))
-            .filter(|e| !e.path[start.len()..].contains(['.', '[']))
+        let Some(parent) = keys.find(prefix) else {
+            return Vec::new();
+        };
+        // The keys right under `prefix`: from its first child, hop over each
+        // child's own keys.
+        let end = keys.entries[parent].end as usize;
+        let mut under = Vec::new();
+        let mut i = parent + 1;
+        while i < end {
+            under.push(i);
+            i = keys.entries[i].end as usize;
+        }
+        let mut v: Vec<(usize, &str)> = under
+            .into_iter()
+            .map(|i| (keys.entries[i].key.start, keys.path(i as u32)))
+            .filter(|(_, p)| p.starts_with(&start) && !p[start.len()..].contains(['.', '[']))
             .collect();
-        v.sort_by_key(|e| e.key.start);
-        v.into_iter().map(|e| e.path.as_str()).collect()
+        v.sort_by_key(|&(at, _)| at);
+        v.into_iter().map(|(_, p)| p).collect()
     }
 
     /// An error at `path` (pointing at its value), or at the file's start if the
@@ -281,7 +388,7 @@ impl KeyIndex {
     pub(crate) fn error_at(&self, offset: usize, message: impl Into<String>) -> PolicyError {
         let key = self
             .path_at(offset)
-            .map_or_else(|| self.key_on_line(offset), |e| e.path.clone());
+            .map_or_else(|| self.key_on_line(offset), str::to_string);
         self.error(offset, &key, message)
     }
 
@@ -323,60 +430,114 @@ impl KeyIndex {
     }
 }
 
-fn walk_table(table: &toml_edit::Table, prefix: &str, out: &mut Vec<Entry>) {
+fn walk_table(table: &toml_edit::Table, path: &mut String, out: &mut Keys) {
     for (k, _) in table.iter() {
         if let Some((key, item)) = table.get_key_value(k) {
-            walk_item(key.span(), item, &join(prefix, k), out);
+            with_key(path, k, |p| walk_item(key.span(), item, p, out));
         }
     }
 }
 
-fn walk_item(key: Option<Range<usize>>, item: &toml_edit::Item, path: &str, out: &mut Vec<Entry>) {
+fn walk_item(key: Option<Range<usize>>, item: &toml_edit::Item, path: &mut String, out: &mut Keys) {
     let key = key.unwrap_or(0..0);
     match item {
         toml_edit::Item::None => {}
         toml_edit::Item::Value(v) => walk_value(key, v, path, out),
         toml_edit::Item::Table(t) => {
-            out.push(Entry {
-                path: path.to_string(),
-                key: key.clone(),
-                value: t.span().unwrap_or(key),
-            });
-            walk_table(t, path, out);
+            let value = t.span().unwrap_or(key.clone());
+            out.push(path, key, value, |p, out| walk_table(t, p, out));
         }
         toml_edit::Item::ArrayOfTables(a) => {
             for (i, t) in a.iter().enumerate() {
-                let p = format!("{path}[{i}]");
-                out.push(Entry {
-                    path: p.clone(),
-                    key: 0..0,
-                    value: t.span().unwrap_or(0..0),
+                with_index(path, i, |p| {
+                    let value = t.span().unwrap_or(0..0);
+                    out.push(p, 0..0, value, |p, out| walk_table(t, p, out));
                 });
-                walk_table(t, &p, out);
             }
         }
     }
 }
 
-fn walk_value(key: Range<usize>, v: &toml_edit::Value, path: &str, out: &mut Vec<Entry>) {
-    out.push(Entry {
-        path: path.to_string(),
-        key,
-        value: v.span().unwrap_or(0..0),
-    });
-    match v {
+fn walk_value(key: Range<usize>, v: &toml_edit::Value, path: &mut String, out: &mut Keys) {
+    out.push(path, key, v.span().unwrap_or(0..0), |path, out| match v {
         toml_edit::Value::InlineTable(t) => {
             for (k, _) in t.iter() {
                 if let Some((key, item)) = t.get_key_value(k) {
-                    walk_item(key.span(), item, &join(path, k), out);
+                    with_key(path, k, |p| walk_item(key.span(), item, p, out));
                 }
             }
         }
         toml_edit::Value::Array(a) => {
             for (i, v) in a.iter().enumerate() {
-                walk_value(0..0, v, &format!("{path}[{i}]"), out);
+                with_index(path, i, |p| walk_value(0..0, v, p, out));
             }
         }
         _ => {}
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = r#"top = 1
+[[node]]
+name = "a"
+[[node]]
+name = "b"
+limit = "1Mbit"
+state = { x = 1, y = [2, 3] }
+[classify]
+default = "a"
+[[classify.rule]]
+leaf = "b"
+dscp = [1, 2]
+class = 7
+"#;
+
+    fn index() -> KeyIndex {
+        KeyIndex::parse::<toml::Table>("t.toml", TEXT).unwrap().0
+    }
+
+    #[test]
+    fn keys_are_found_by_path() {
+        let ix = index();
+        assert_eq!(ix.source_of("node[1].limit"), Some("\"1Mbit\""));
+        assert_eq!(ix.source_of("node[1].state.y[1]"), Some("3"));
+        assert_eq!(ix.source_of("classify.rule[0].class"), Some("7"));
+        assert_eq!(ix.source_of("node[2].name"), None);
+        assert_eq!(ix.source_of("node[1].state.z"), None);
+    }
+
+    #[test]
+    fn children_are_the_keys_right_under_a_prefix_in_file_order() {
+        let ix = index();
+        assert_eq!(
+            ix.children_of("classify.rule[0]"),
+            [
+                "classify.rule[0].leaf",
+                "classify.rule[0].dscp",
+                "classify.rule[0].class"
+            ]
+        );
+        assert_eq!(
+            ix.children_of("node[1].state"),
+            ["node[1].state.x", "node[1].state.y"]
+        );
+        assert!(ix.children_of("node[1].state.y").is_empty());
+        assert!(ix.children_of("nothing").is_empty());
+    }
+
+    #[test]
+    fn an_error_names_the_innermost_key_at_its_offset() {
+        let ix = index();
+        let at = TEXT.find("x = 1").unwrap() + 4;
+        let e = ix.error_at(at, "bad");
+        assert_eq!(e.key(), Some("node[1].state.x"), "{e}");
+        assert_eq!(e.line(), Some(7));
+        let e = ix.error_at(TEXT.find("Mbit").unwrap(), "bad");
+        assert_eq!(e.key(), Some("node[1].limit"), "{e}");
+        let e = ix.error_at(TEXT.find("dscp").unwrap(), "bad");
+        assert_eq!(e.key(), Some("classify.rule[0].dscp"), "{e}");
     }
 }

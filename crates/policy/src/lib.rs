@@ -199,6 +199,8 @@ pub struct Policy {
     rules: RuleSet,
     index: KeyIndex,
     leaves: file::LeafMap,
+    /// The class id of every leaf, by name.
+    leaf_ids: std::collections::HashMap<String, ClassId>,
     /// For a policy written in DOT: the DOT text and where each key came from.
     dot: Option<std::sync::Arc<dot::DotSource>>,
 }
@@ -243,11 +245,13 @@ impl Policy {
         limits: &Limits,
     ) -> Result<Policy, PolicyError> {
         let (toml, source) = dot::to_toml(text, file_name)?;
-        let (index, file) = KeyIndex::parse(file_name, &toml)
-            .map_err(|e| source.translate(e, &KeyIndex::new(file_name, &toml)))?;
+        let (index, file) =
+            KeyIndex::parse_bounded(file_name, &toml, classify::check_rule_count_in)
+                .map_err(|e| source.translate(e, &KeyIndex::new(file_name, &toml)))?;
         let c = file::compile(&index, file, limits).map_err(|e| source.translate(e, &index))?;
         Ok(Policy {
             file: file_name.to_string(),
+            leaf_ids: leaf_ids(&c.spec),
             spec: c.spec,
             classify: c.classify,
             rules: c.rules,
@@ -273,10 +277,12 @@ impl Policy {
     /// Any mistake in the text, or an estimate above `limits.max_memory`, at the
     /// key responsible for most of it.
     pub fn parse_with(text: &str, file_name: &str, limits: &Limits) -> Result<Policy, PolicyError> {
-        let (index, file) = KeyIndex::parse(file_name, text)?;
+        let (index, file) =
+            KeyIndex::parse_bounded(file_name, text, classify::check_rule_count_in)?;
         let c = file::compile(&index, file, limits)?;
         Ok(Policy {
             file: file_name.to_string(),
+            leaf_ids: leaf_ids(&c.spec),
             spec: c.spec,
             classify: c.classify,
             rules: c.rules,
@@ -336,8 +342,7 @@ impl Policy {
     /// The class id of leaf `name` (what classification puts in `Packet::class`).
     #[must_use]
     pub fn leaf(&self, name: &str) -> Option<ClassId> {
-        let i = self.spec.find(name)?;
-        self.spec.is_leaf(i).then_some(i as ClassId)
+        self.leaf_ids.get(name).copied()
     }
 
     /// The classification section as written.
@@ -392,4 +397,13 @@ impl Policy {
             })
             .collect()
     }
+}
+
+/// The class id (node index) of every leaf of `spec`, by name: one pass.
+fn leaf_ids(spec: &TreeSpec) -> std::collections::HashMap<String, ClassId> {
+    let kids = spec.child_lists();
+    (spec.nodes.iter().enumerate())
+        .filter(|&(i, _)| kids[i].is_empty())
+        .map(|(i, n)| (n.name.clone(), i as ClassId))
+        .collect()
 }

@@ -219,3 +219,63 @@ fn a_100k_node_tree_is_refused_at_its_key() {
         "{err}"
     );
 }
+
+/// A root over `branches` chains of `depth` strict nodes each ending in a leaf,
+/// with one rule per leaf but the first (the default).
+fn branches(branches: usize, depth: usize) -> String {
+    let mut s = String::from("[[node]]\nname = \"root\"\ndiscipline = \"wfq\"\n");
+    for b in 0..branches {
+        let mut parent = "root".to_string();
+        for d in 0..depth {
+            let name = format!("b{b}_{d}");
+            s.push_str(&format!(
+                "[[node]]\nname = \"{name}\"\nparent = \"{parent}\"\n"
+            ));
+            if d + 1 < depth {
+                s.push_str("discipline = \"strict\"\nqueue = \"binary_heap\"\n");
+            }
+            parent = name;
+        }
+    }
+    s.push_str(&format!("[classify]\ndefault = \"b0_{}\"\n", depth - 1));
+    for b in 1..branches {
+        s.push_str(&format!(
+            "[[classify.rule]]\nleaf = \"b{b}_{}\"\nclass = {b}\n",
+            depth - 1
+        ));
+    }
+    s
+}
+
+#[test]
+fn a_98k_node_tree_with_4096_rules_is_accepted() {
+    // 4,096 chains of 24 levels: 98,305 nodes, every leaf reached by a rule
+    // (rules are resolved through a map of names, not a scan of the nodes).
+    let p = Policy::parse(&branches(4096, 24), "deep.toml").unwrap();
+    assert_eq!(p.spec().nodes.len(), 98_305);
+    assert_eq!(p.classify_spec().rules.len(), 4095);
+    let last = p.leaf("b4095_23").expect("a leaf");
+    assert_eq!(p.spec().nodes[last as usize].name, "b4095_23");
+    assert_eq!(p.leaf("b4095_22"), None, "not a leaf");
+    assert_eq!(p.rule_sources().len(), 4095);
+}
+
+#[test]
+fn more_rules_than_the_classifier_holds_are_refused_before_the_tree() {
+    // 100,000 rules under a tree with a mistake of its own: the rule count, a
+    // bound on the whole file, is what is reported.
+    let mut s = branches(5, 2);
+    s = s.replace("parent = \"b4_0\"", "parent = \"nowhere\"");
+    for i in 0..100_000 {
+        s.push_str(&format!(
+            "[[classify.rule]]\nleaf = \"b1_1\"\nclass = {i}\n"
+        ));
+    }
+    let err = Policy::parse(&s, "rules.toml").unwrap_err();
+    assert_eq!(err.key(), Some("classify"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("100004 rules given, at most 4096 are supported"),
+        "{err}"
+    );
+}

@@ -1,27 +1,31 @@
 //! A DOT policy of arbitrary text: parsing never panics; an error names the
-//! file and a line of it; an accepted policy builds its tree, describes it, and
-//! its memory estimate stays within the limit it was checked against.
+//! file and a line of it; an accepted policy builds its tree and classifier
+//! within its memory estimate (counted as the `policy` target does) and
+//! describes itself.
 #![no_main]
 
+#[path = "common/counting.rs"]
+mod counting;
+#[path = "common/estimate.rs"]
+mod estimate;
+
 use eiffel_policy::describe::describe;
-use eiffel_policy::{Limits, Policy, PolicyError};
+use eiffel_policy::{Policy, PolicyError};
 use libfuzzer_sys::fuzz_target;
 
-/// Well below libFuzzer's 2 GB RSS limit (see the `policy` target).
-const LIMITS: Limits = Limits {
-    max_memory: 256 << 20,
-};
+#[global_allocator]
+static ALLOC: counting::Counting = counting::Counting;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    match Policy::parse_dot_with(text, "fuzz.dot", &LIMITS) {
+    match Policy::parse_dot_with(text, "fuzz.dot", &estimate::LIMITS) {
         Ok(policy) => {
-            assert!(policy.estimate().total() <= LIMITS.max_memory);
-            let tree = policy.build();
+            let ((tree, _classifier), used) =
+                counting::peak_during(|| (policy.build(), policy.classifier()));
+            estimate::check(&policy.estimate(), used, text);
             let _ = describe(&policy, &tree);
-            let _ = policy.classifier();
         }
         Err(PolicyError::Invalid { file, line, .. }) => {
             assert_eq!(file, "fuzz.dot");

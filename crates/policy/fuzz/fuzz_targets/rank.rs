@@ -6,10 +6,12 @@
 //! time) and every packet is accounted for.
 #![no_main]
 
+use std::fmt::Write;
+use std::sync::LazyLock;
+
 use eiffel_policy::run::RunOptions;
 use eiffel_policy::{Policy, PolicyError, WorkloadFile};
 use libfuzzer_sys::fuzz_target;
-use std::fmt::Write;
 
 const WORKLOAD: &str = r#"
 seed = 3
@@ -28,6 +30,9 @@ packet = "700B"
 arrivals = "poisson"
 rate = "400Mbit"
 "#;
+
+static PARSED: LazyLock<WorkloadFile> =
+    LazyLock::new(|| WorkloadFile::parse(WORKLOAD, "w.toml").expect("a valid workload"));
 
 /// `text` as a TOML basic string.
 fn quoted(text: &str) -> String {
@@ -78,8 +83,8 @@ fuzz_target!(|data: &[u8]| {
         }
         Err(e @ PolicyError::Io { .. }) => panic!("no file was read: {e}"),
     };
-    let w = WorkloadFile::parse(WORKLOAD, "w.toml").expect("a valid workload");
-    let report = eiffel_policy::run(&policy, &w, RunOptions::from_workload(&w), |_| {});
+    let w = &*PARSED;
+    let report = eiffel_policy::run(&policy, w, RunOptions::from_workload(w), |_| {});
     let t = &report.totals;
     assert_eq!(t.enqueued, t.dequeued + t.dropped + t.queued);
 });

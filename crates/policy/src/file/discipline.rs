@@ -197,10 +197,10 @@ fn queue(
     let name = n.name.get_ref();
     let ranks = !shape.is_leaf(i) || n.flows.is_some();
     let queue_keys = [
-        ("queue", n.queue.as_ref().map(Spanned::span)),
-        ("granularity", n.granularity.as_ref().map(Spanned::span)),
-        ("buckets", n.buckets.as_ref().map(Spanned::span)),
-        ("occupancy", n.occupancy.as_ref().map(Spanned::span)),
+        ("queue", n.queue.as_deref().map(Spanned::span)),
+        ("granularity", n.granularity.as_deref().map(Spanned::span)),
+        ("buckets", n.buckets.as_deref().map(Spanned::span)),
+        ("occupancy", n.occupancy.as_deref().map(Spanned::span)),
     ];
     for (k, span) in queue_keys {
         let Some(span) = span else {
@@ -214,7 +214,11 @@ fn queue(
                 f.name()
             )
         } else if let Kind::Calendar(c) = kind {
-            if k == "queue" && n.queue.as_ref().is_some_and(|q| q.get_ref() == "calendar") {
+            if k == "queue"
+                && n.queue
+                    .as_deref()
+                    .is_some_and(|q| q.get_ref() == "calendar")
+            {
                 continue;
             }
             format!(
@@ -232,7 +236,7 @@ fn queue(
 /// The queue type and geometry keys of node `i`.
 fn queue_choice(index: &KeyIndex, n: &NodeFile, i: usize) -> Result<QueueChoice, PolicyError> {
     let mut q = QueueChoice::AUTO;
-    if let Some(s) = n.queue.as_ref().filter(|s| s.get_ref() != "auto") {
+    if let Some(s) = n.queue.as_deref().filter(|s| s.get_ref() != "auto") {
         q.kind = Some(s.get_ref().parse::<QueueKind>().map_err(|_| {
             let msg = format!(
                 "unknown queue type `{}` (expected one of {})",
@@ -298,8 +302,8 @@ fn calendar(
         let msg = format!("node {name:?}: `{field}` does not apply to {}", c.name());
         return Err(index.at_key(&key(i, field), msg));
     }
-    let size = |b: &Option<Spanned<crate::units::Size>>| b.as_ref().map(|b| b.get_ref().get());
-    let period = n.period.as_ref().map(|t| t.get_ref().duration());
+    let size = |b: &Option<Box<Spanned<crate::units::Size>>>| b.as_ref().map(|b| b.get_ref().get());
+    let period = n.period.as_deref().map(|t| t.get_ref().duration());
     let policy = match c {
         CalendarKind::Wfq => CalendarPolicy::Wfq { quantum },
         CalendarKind::WfqBurst => CalendarPolicy::WfqBurst {

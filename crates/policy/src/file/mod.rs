@@ -1,8 +1,8 @@
 //! The policy file's schema as serde reads it, and its compilation into a
 //! [`TreeSpec`] and a [`RuleSet`], with every check that names a key.
 //!
-//! Compilation goes in the order a reader checks a file: the tree-wide settings,
-//! the shape of the tree ([`release`]: names, parents, one root, no cycle), each
+//! Compilation goes in the order a reader checks a file: the tree-wide settings
+//! and the number of classification rules, the shape of the tree ([`release`]: names, parents, one root, no cycle), each
 //! node's discipline with its own parameters ([`discipline`]) and its settings
 //! ([`node`]), what the tree itself refuses ([`TreeSpec::validate`] and
 //! [`PolicyTree::new`], mapped back to the key at fault), and the `[classify]`
@@ -60,34 +60,34 @@ struct NodeFile {
     discipline: Option<Spanned<String>>,
     weight: Option<Spanned<i64>>,
     priority: Option<Spanned<i64>>,
-    reservation: Option<Spanned<Rate>>,
+    reservation: Option<Box<Spanned<Rate>>>,
     limit: Option<Spanned<Rate>>,
-    burst: Option<Spanned<Size>>,
+    burst: Option<Box<Spanned<Size>>>,
     capacity: Option<Spanned<i64>>,
-    queue: Option<Spanned<String>>,
-    granularity: Option<Spanned<i64>>,
-    buckets: Option<Spanned<i64>>,
-    occupancy: Option<Spanned<f64>>,
+    queue: Option<Box<Spanned<String>>>,
+    granularity: Option<Box<Spanned<i64>>>,
+    buckets: Option<Box<Spanned<i64>>>,
+    occupancy: Option<Box<Spanned<f64>>>,
     flows: Option<Spanned<i64>>,
-    flow_limit: Option<Spanned<Rate>>,
-    flow_burst: Option<Spanned<Size>>,
-    flow_queue: Option<Spanned<i64>>,
-    days: Option<Spanned<toml::Value>>,
-    quantum: Option<Spanned<Size>>,
-    burst_allowance: Option<Spanned<Size>>,
-    period: Option<Spanned<Time>>,
-    rotation: Option<Spanned<String>>,
-    rate: Option<Spanned<Rate>>,
-    bucket: Option<Spanned<Size>>,
-    rank: Option<Spanned<String>>,
-    rank_on_dequeue: Option<Spanned<String>>,
-    state: Option<Spanned<toml::Table>>,
-    node_state: Option<Spanned<toml::Table>>,
-    constants: Option<Spanned<toml::Table>>,
-    release: Option<Spanned<String>>,
-    release_on_dequeue: Option<Spanned<String>>,
-    release_state: Option<Spanned<toml::Table>>,
-    flow_discipline: Option<Spanned<String>>,
+    flow_limit: Option<Box<Spanned<Rate>>>,
+    flow_burst: Option<Box<Spanned<Size>>>,
+    flow_queue: Option<Box<Spanned<i64>>>,
+    days: Option<Box<Spanned<toml::Value>>>,
+    quantum: Option<Box<Spanned<Size>>>,
+    burst_allowance: Option<Box<Spanned<Size>>>,
+    period: Option<Box<Spanned<Time>>>,
+    rotation: Option<Box<Spanned<String>>>,
+    rate: Option<Box<Spanned<Rate>>>,
+    bucket: Option<Box<Spanned<Size>>>,
+    rank: Option<Box<Spanned<String>>>,
+    rank_on_dequeue: Option<Box<Spanned<String>>>,
+    state: Option<Box<Spanned<toml::Table>>>,
+    node_state: Option<Box<Spanned<toml::Table>>>,
+    constants: Option<Box<Spanned<toml::Table>>>,
+    release: Option<Box<Spanned<String>>>,
+    release_on_dequeue: Option<Box<Spanned<String>>>,
+    release_state: Option<Box<Spanned<toml::Table>>>,
+    flow_discipline: Option<Box<Spanned<String>>>,
 }
 
 /// A compiled policy file.
@@ -148,6 +148,7 @@ pub(crate) fn compile(
 ) -> Result<Compiled, PolicyError> {
     let mut spec = TreeSpec::new(DEFAULT_CAPACITY);
     globals(index, &file, &mut spec)?;
+    classify::check_rule_count(index, file.classify.as_ref())?;
     if file.node.is_empty() {
         return Err(index.error(0, "node", "a policy needs at least one [[node]]"));
     }

@@ -37,7 +37,14 @@ pub(super) fn compile(
     }
     if n.limit.is_some() || n.burst.is_some() {
         let (rate_key, burst_key) = (key(i, "limit"), key(i, "burst"));
-        ns.limit = limit(index, &n.limit, &n.burst, &rate_key, &burst_key, mtu)?;
+        ns.limit = limit(
+            index,
+            n.limit.as_ref(),
+            n.burst.as_deref(),
+            &rate_key,
+            &burst_key,
+            mtu,
+        )?;
     }
     if let Some(c) = &n.capacity {
         if !shape.is_leaf(i) {
@@ -81,9 +88,9 @@ fn per_flow(
 ) -> Result<Option<PerFlow>, PolicyError> {
     let Some(f) = &n.flows else {
         let flow_keys = [
-            ("flow_limit", n.flow_limit.as_ref().map(Spanned::span)),
-            ("flow_burst", n.flow_burst.as_ref().map(Spanned::span)),
-            ("flow_queue", n.flow_queue.as_ref().map(Spanned::span)),
+            ("flow_limit", n.flow_limit.as_deref().map(Spanned::span)),
+            ("flow_burst", n.flow_burst.as_deref().map(Spanned::span)),
+            ("flow_queue", n.flow_queue.as_deref().map(Spanned::span)),
         ];
         if let Some((k, span)) = flow_keys.into_iter().find_map(|(k, s)| s.map(|s| (k, s))) {
             let msg = "per-flow settings need `flows = N` (a per-flow leaf)";
@@ -101,8 +108,8 @@ fn per_flow(
     let max_flows = node_int(index, f, i, "flows", 1, 1 << 24, "flows")? as u32;
     let flow_limit = limit(
         index,
-        &n.flow_limit,
-        &n.flow_burst,
+        n.flow_limit.as_deref(),
+        n.flow_burst.as_deref(),
         &key(i, "flow_limit"),
         &key(i, "flow_burst"),
         mtu,
@@ -125,8 +132,8 @@ fn per_flow(
 /// A rate limit from a `limit`/`burst` (or `flow_limit`/`flow_burst`) pair.
 pub(super) fn limit(
     index: &KeyIndex,
-    rate: &Option<Spanned<Rate>>,
-    burst: &Option<Spanned<Size>>,
+    rate: Option<&Spanned<Rate>>,
+    burst: Option<&Spanned<Size>>,
     rate_key: &str,
     burst_key: &str,
     mtu: u32,

@@ -26,10 +26,10 @@ pub(super) fn apply(
         let stray = [
             (
                 "rank_on_dequeue",
-                n.rank_on_dequeue.as_ref().map(Spanned::span),
+                n.rank_on_dequeue.as_deref().map(Spanned::span),
             ),
-            ("state", n.state.as_ref().map(Spanned::span)),
-            ("node_state", n.node_state.as_ref().map(Spanned::span)),
+            ("state", n.state.as_deref().map(Spanned::span)),
+            ("node_state", n.node_state.as_deref().map(Spanned::span)),
         ];
         if let (Some(c), None) = (&n.constants, &n.release) {
             let msg = "`constants` are named values for `rank` or `release`: set one of them";
@@ -52,9 +52,9 @@ pub(super) fn apply(
     }
     let constants = constants(index, n, i)?;
     let taken: Vec<String> = constants.iter().map(|(c, _)| c.clone()).collect();
-    let (state, init) = declare(index, i, "state", n.state.as_ref(), &taken)?;
+    let (state, init) = declare(index, i, "state", n.state.as_deref(), &taken)?;
     let taken: Vec<String> = taken.into_iter().chain(state.iter().cloned()).collect();
-    let (node_state, node_init) = declare(index, i, "node_state", n.node_state.as_ref(), &taken)?;
+    let (node_state, node_init) = declare(index, i, "node_state", n.node_state.as_deref(), &taken)?;
     let names = Names {
         state: &state,
         node_state: &node_state,
@@ -87,7 +87,7 @@ pub(super) fn constants(
     n: &NodeFile,
     i: usize,
 ) -> Result<Vec<(String, u64)>, PolicyError> {
-    let (names, values) = declare(index, i, "constants", n.constants.as_ref(), &[])?;
+    let (names, values) = declare(index, i, "constants", n.constants.as_deref(), &[])?;
     Ok(names.into_iter().zip(values).collect())
 }
 

@@ -38,9 +38,12 @@ pub(super) fn compile(
         let stray = [
             (
                 "release_on_dequeue",
-                n.release_on_dequeue.as_ref().map(Spanned::span),
+                n.release_on_dequeue.as_deref().map(Spanned::span),
             ),
-            ("release_state", n.release_state.as_ref().map(Spanned::span)),
+            (
+                "release_state",
+                n.release_state.as_deref().map(Spanned::span),
+            ),
         ];
         if let Some((k, span)) = stray.into_iter().find_map(|(k, s)| s.map(|s| (k, s))) {
             let msg = format!("`{k}` belongs to a release-time program: set `release` too");
@@ -55,7 +58,13 @@ pub(super) fn compile(
     }
     let constants = constants(index, n, i)?;
     let taken: Vec<String> = constants.iter().map(|(c, _)| c.clone()).collect();
-    let (state, init) = declare(index, i, "release_state", n.release_state.as_ref(), &taken)?;
+    let (state, init) = declare(
+        index,
+        i,
+        "release_state",
+        n.release_state.as_deref(),
+        &taken,
+    )?;
     let names = Names {
         state: &state,
         node_state: &[],

@@ -77,8 +77,8 @@ pub(super) fn of(
             };
             let limit = super::node::limit(
                 index,
-                &n.flow_limit,
-                &n.flow_burst,
+                n.flow_limit.as_deref(),
+                n.flow_burst.as_deref(),
                 &key(i, "flow_limit"),
                 &key(i, "flow_burst"),
                 mtu,
