@@ -279,3 +279,39 @@ fn more_rules_than_the_classifier_holds_are_refused_before_the_tree() {
         "{err}"
     );
 }
+
+/// Found by the `workload` fuzz target: 80 greedy flows into a per-flow leaf of
+/// 64 flows. The 16 flows the leaf does not know were refused (`unknown_flow`)
+/// and retried every packet time, 10^8 drops where the estimate said 80
+/// arrivals. A refusal no retry can change now ends a greedy flow: each of the
+/// 16 is dropped once, and the run stays within its estimate.
+#[test]
+fn greedy_flows_refused_for_good_stop_retrying() {
+    let policy = Policy::parse(
+        "capacity = 1000\n[[node]]\nname = \"root\"\ndiscipline = \"wfq\"\nlimit = \"1Gbit\"\n\
+         [[node]]\nname = \"a\"\nparent = \"root\"\ndiscipline = \"edf\"\nflows = 64\n\
+         [[node]]\nname = \"b\"\nparent = \"root\"\ncapacity = 100\n\
+         [classify]\ndefault = \"b\"\n[[classify.rule]]\nleaf = \"a\"\nclass = 1\n",
+        "policy.toml",
+    )
+    .unwrap();
+    let w = WorkloadFile::parse(
+        "duration = \"1s\"\n[[flow]]\nname = \"transfers\"\nclass = 1\ncount = 80\n\
+         packet = \"1500B\"\narrivals = \"greedy\"\nstagger = \"0s\"\nsize = \"20B\"\n",
+        "w.toml",
+    )
+    .unwrap();
+    let opts = eiffel_policy::run::RunOptions::from_workload(&w);
+    let cost = eiffel_policy::run::estimate(&policy, &w, &opts);
+    let report = eiffel_policy::run(&policy, &w, opts, |_| {});
+    let t = &report.totals;
+    assert_eq!(t.enqueued, t.dequeued + t.dropped + t.queued);
+    assert_eq!(t.enqueued, 80, "one packet per flow");
+    assert_eq!(t.dropped, 16, "the flows beyond the leaf's 64, once each");
+    assert!(
+        t.enqueued <= cost.run.events(),
+        "{} packets against an estimate of {} events",
+        t.enqueued,
+        cost.run.events()
+    );
+}

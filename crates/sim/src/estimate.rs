@@ -122,7 +122,11 @@ pub fn estimate(
         };
         let capped = match g.flow_sizes.iter().max() {
             Some(&most) => {
-                a.min(f64::from(g.count) * (most as f64 / g.packets.min().max(1) as f64))
+                // A flow sends at least one packet, its last one shorter.
+                let per_flow = (most as f64 / g.packets.min().max(1) as f64)
+                    .ceil()
+                    .max(1.0);
+                a.min(f64::from(g.count) * per_flow)
             }
             None => a,
         };

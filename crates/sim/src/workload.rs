@@ -584,11 +584,22 @@ impl Source for Generator<'_> {
         }
     }
 
-    fn on_dropped(&mut self, pkt: &Packet, _reason: DropReason, now: Nanos) {
+    fn on_dropped(&mut self, pkt: &Packet, reason: DropReason, now: Nanos) {
         let i = pkt.buffer;
         let f = &mut self.flows[i as usize];
         if let Process::Greedy { .. } = self.workload.groups[f.group as usize].process {
             f.in_flight -= 1;
+            // A refusal that no retry can change (a flow the policy does not
+            // know, a packet above its flow's size limit, no leaf for it) ends
+            // the flow: retrying every packet time would only repeat it, as
+            // many times as the run has packet times.
+            if matches!(
+                reason,
+                DropReason::UnknownFlow | DropReason::TooLarge | DropReason::Unclassified
+            ) {
+                f.left = 0;
+                return;
+            }
             // A greedy sender offers its refused bytes again one packet time later
             // (not at the same instant, where it would be refused again), and
             // holds back the rest of its window until then.
