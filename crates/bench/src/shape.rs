@@ -83,6 +83,9 @@ struct Record {
     delivered_pct: f64,
     cpu_ns_per_packet: f64,
     middle_cpu_ns_per_packet: Option<f64>,
+    /// The part of the middle's CPU spent in the kernel (system time): its
+    /// socket calls and the veth work they run in its context.
+    middle_kernel_ns_per_packet: Option<f64>,
     frames_delivered: u64,
 }
 
@@ -95,6 +98,31 @@ fn process_cpu_ns(pid: u32) -> u64 {
         .filter_map(Result::ok)
         .map(|t| schedstat(&t.path().join("schedstat")))
         .sum()
+}
+
+/// System (kernel) CPU nanoseconds of every thread of process `pid`, from the
+/// `stime` field of `/proc/PID/task/TID/stat` (clock ticks, usually 10 ms).
+fn process_kernel_ns(pid: u32) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0;
+    };
+    // SAFETY: sysconf has no preconditions.
+    #[allow(unsafe_code)]
+    let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let ns_per_tick = 1_000_000_000 / u64::try_from(tick).unwrap_or(100).max(1);
+    tasks
+        .filter_map(Result::ok)
+        .filter_map(|t| std::fs::read_to_string(t.path().join("stat")).ok())
+        .filter_map(|stat| stime_ticks(&stat))
+        .sum::<u64>()
+        * ns_per_tick
+}
+
+/// Field 15 (`stime`) of a `/proc/.../stat` line. The command name (field 2)
+/// may hold spaces and parentheses: fields are counted after its last `)`.
+fn stime_ticks(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(12)?.parse().ok()
 }
 
 /// The kernel's per-CPU softirq threads.
@@ -223,7 +251,9 @@ fn measure(arch: &'static str, run: u32, seconds: f64, dir: &Path) -> Result<Rec
             ready_rx
                 .recv_timeout(Duration::from_secs(10))
                 .map_err(|_| "the counter did not start")?;
-            let middle_before = middle.as_ref().map_or(0, |m| process_cpu_ns(m.bg.id()));
+            let middle_before = middle.as_ref().map_or((0, 0), |m| {
+                (process_cpu_ns(m.bg.id()), process_kernel_ns(m.bg.id()))
+            });
             let soft_before = softirq_cpu_ns(&softirq);
             let start = Instant::now();
             let until = start + Duration::from_secs_f64(seconds);
@@ -234,9 +264,12 @@ fn measure(arch: &'static str, run: u32, seconds: f64, dir: &Path) -> Result<Rec
             let elapsed = start.elapsed().as_secs_f64();
             // Let the middle finish what it holds.
             std::thread::sleep(Duration::from_millis(300));
-            let middle_cpu = middle
-                .as_ref()
-                .map(|m| process_cpu_ns(m.bg.id()) - middle_before);
+            let middle_cpu = middle.as_ref().map(|m| {
+                (
+                    process_cpu_ns(m.bg.id()) - middle_before.0,
+                    process_kernel_ns(m.bg.id()) - middle_before.1,
+                )
+            });
             let softirq_cpu = softirq_cpu_ns(&softirq) - soft_before;
             stop_ref.store(true, Ordering::Relaxed);
             let counted = counter.join().map_err(|_| "counter panicked")??;
@@ -260,7 +293,7 @@ fn measure(arch: &'static str, run: u32, seconds: f64, dir: &Path) -> Result<Rec
     }
     let (offered, gen_cpu) = generated;
     let (delivered, count_cpu) = counted;
-    let pipeline = gen_cpu + count_cpu + softirq_cpu + middle_cpu.unwrap_or(0);
+    let pipeline = gen_cpu + count_cpu + softirq_cpu + middle_cpu.map_or(0, |m| m.0);
     let per = |ns: u64| ns as f64 / delivered.max(1) as f64;
     Ok(Record {
         case: "64B, wfq 3:1",
@@ -271,7 +304,8 @@ fn measure(arch: &'static str, run: u32, seconds: f64, dir: &Path) -> Result<Rec
         mpps: delivered as f64 / elapsed / 1e6,
         delivered_pct: 100.0 * delivered as f64 / offered.max(1) as f64,
         cpu_ns_per_packet: per(pipeline),
-        middle_cpu_ns_per_packet: middle_cpu.map(per),
+        middle_cpu_ns_per_packet: middle_cpu.map(|m| per(m.0)),
+        middle_kernel_ns_per_packet: middle_cpu.map(|m| per(m.1)),
         frames_delivered: delivered,
     })
 }
@@ -334,6 +368,7 @@ pub fn run(opts: &CommonOpts) -> Result<(), BenchError> {
         "delivered",
         "pipeline CPU ns/pkt",
         "middle CPU ns/pkt",
+        "of which kernel",
     ]);
     for r in &records {
         t.row([
@@ -351,6 +386,8 @@ pub fn run(opts: &CommonOpts) -> Result<(), BenchError> {
             format!("{:.1}%", r.delivered_pct),
             fmt_f(r.cpu_ns_per_packet, 0),
             r.middle_cpu_ns_per_packet
+                .map_or_else(|| "-".into(), |v| fmt_f(v, 0)),
+            r.middle_kernel_ns_per_packet
                 .map_or_else(|| "-".into(), |v| fmt_f(v, 0)),
         ]);
     }
@@ -377,5 +414,14 @@ mod tests {
         let policy = eiffel_policy::Policy::parse(POLICY, "bench-shape.toml").unwrap();
         assert!(policy.leaf("bench").is_some());
         assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+    }
+
+    #[test]
+    fn system_time_is_read_after_the_command_name() {
+        let stat = "42 (eiffel (rx) 1) R 1 42 42 0 -1 4194560 10 0 0 0 7 13 0 0 20 0 3 0 99";
+        assert_eq!(stime_ticks(stat), Some(13));
+        assert_eq!(stime_ticks("garbage"), None);
+        let own = process_kernel_ns(std::process::id());
+        assert!(own < 3_600 * 1_000_000_000, "system time of this test: {own} ns");
     }
 }
