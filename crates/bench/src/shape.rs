@@ -25,7 +25,8 @@
 //! `/proc/.../schedstat` so that other processes on the machine do not count. The
 //! kernel bridge's work runs inside the generator's transmit calls and the softirq
 //! threads, so only the pipeline total compares the two middles; for eiffel the
-//! middle process's own CPU per frame is reported as well.
+//! middle process's own CPU per frame is reported as well, with the part of it
+//! spent in the kernel (system time from `/proc/PID/task/TID/stat`).
 //!
 //! On a 2-core machine the generator, the middle and the counter share the cores,
 //! so the figures describe the whole pipeline on this host. Needs root.
