@@ -8,9 +8,10 @@
 mod counting;
 #[path = "common/estimate.rs"]
 mod estimate;
+#[path = "common/judge.rs"]
+mod judge;
 
-use eiffel_policy::describe::describe;
-use eiffel_policy::{Policy, PolicyError};
+use eiffel_policy::Policy;
 use libfuzzer_sys::fuzz_target;
 
 #[global_allocator]
@@ -20,17 +21,5 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    match Policy::parse_dot_with(text, "fuzz.dot", &estimate::LIMITS) {
-        Ok(policy) => {
-            let ((tree, _classifier), used) =
-                counting::peak_during(|| (policy.build(), policy.classifier()));
-            estimate::check(&policy.estimate(), used, text);
-            let _ = describe(&policy, &tree);
-        }
-        Err(PolicyError::Invalid { file, line, .. }) => {
-            assert_eq!(file, "fuzz.dot");
-            assert!(line >= 1 && line <= text.lines().count().max(1) + 1);
-        }
-        Err(e @ PolicyError::Io { .. }) => panic!("no file was read: {e}"),
-    }
+    judge::judge(text, "fuzz.dot", Policy::parse_dot_with(text, "fuzz.dot", &estimate::LIMITS));
 });
