@@ -10,7 +10,7 @@ use eiffel_dpdk::{
 use super::hierarchy::{tc_of, Hierarchy, QUEUES_PER_PIPE, TRAFFIC_CLASSES};
 use super::shares::{Served, Window};
 use super::stream::{Arrival, Stream};
-use super::{Outcome, BURST};
+use super::{Outcome, Run, BURST};
 use crate::BenchError;
 
 /// Period over which rte_sched enforces the traffic classes' caps.
@@ -111,10 +111,14 @@ pub fn throughput(
     h: &Hierarchy,
     subports: u32,
     pipes: u32,
-    backlog: usize,
-    packets: u64,
-    reps: usize,
+    run: Run,
 ) -> Result<Outcome, BenchError> {
+    let Run {
+        backlog,
+        packets,
+        reps,
+        pages,
+    } = run;
     let eal = eal(EAL_MEMORY_MB)?;
     let queues = Hierarchy::queues(subports, pipes);
     let pool = Mempool::new(eal, (backlog + 4 * BURST) as u32)?;
@@ -144,6 +148,7 @@ pub fn throughput(
         queued: &mut queued,
     };
     state.run(&mut port, &mut out, backlog as u64);
+    let huge_bytes = pages.apply();
     let (mut cpu, mut wall) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
     for _ in 0..reps {
         let (c, w) = super::timed(|| state.run(&mut port, &mut out, packets));
@@ -154,6 +159,7 @@ pub fn throughput(
         ns_per_packet: cpu,
         wall_ns_per_packet: wall,
         drops,
+        huge_bytes,
     })
 }
 

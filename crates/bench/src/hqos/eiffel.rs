@@ -9,7 +9,7 @@ use eiffel_sched::{ClassId, Nanos, Packet, PolicyTree, Scheduler};
 use super::hierarchy::Hierarchy;
 use super::shares::{Served, Window};
 use super::stream::Stream;
-use super::{Outcome, BURST};
+use super::{Outcome, Run, BURST};
 use crate::BenchError;
 
 /// rte_sched's notion of time: the port's byte clock, which runs at the port's
@@ -105,10 +105,14 @@ pub fn throughput(
     h: &Hierarchy,
     subports: u32,
     pipes: u32,
-    backlog: usize,
-    packets: u64,
-    reps: usize,
+    run_spec: Run,
 ) -> Result<Outcome, BenchError> {
+    let Run {
+        backlog,
+        packets,
+        reps,
+        pages,
+    } = run_spec;
     let queues = Hierarchy::queues(subports, pipes);
     let mut port = Port::new(h, subports, pipes, (backlog + 2 * BURST) as u32)?;
     let mut stream = Stream::new(queues, super::STREAM_LEN);
@@ -138,6 +142,7 @@ pub fn throughput(
         sent
     };
     run(&mut port, &mut clock, backlog as u64);
+    let huge_bytes = pages.apply();
     let (mut cpu, mut wall) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
     for _ in 0..reps {
         let (c, w) = super::timed(|| run(&mut port, &mut clock, packets));
@@ -149,6 +154,7 @@ pub fn throughput(
         ns_per_packet: cpu,
         wall_ns_per_packet: wall,
         drops: port.drops,
+        huge_bytes,
     })
 }
 

@@ -39,6 +39,7 @@
 
 mod eiffel;
 pub mod hierarchy;
+pub mod pages;
 pub mod shares;
 pub mod stream;
 
@@ -55,6 +56,7 @@ use serde::Serialize;
 use crate::report::{fmt_f, print_results, Table};
 use crate::{BenchError, CommonOpts};
 use hierarchy::Hierarchy;
+pub use pages::Pages;
 use shares::{Served, ShareRow, Window, TOLERANCE};
 
 /// Packets per dequeue and enqueue call.
@@ -109,6 +111,11 @@ pub struct HqosOpts {
     /// Measure one scheduler only, without the share check (for profiling).
     #[arg(long, value_enum)]
     only: Option<Arch>,
+    /// Pages of both schedulers' memory in the timed runs: as allocated (4 KB)
+    /// or rebuilt on 2 MB pages (`MADV_COLLAPSE`, no hugetlbfs needed; where
+    /// the kernel refuses, the run stays on 4 KB pages and says so).
+    #[arg(long, value_enum, default_value_t = Pages::Small)]
+    pages: Pages,
 }
 
 /// A scheduler of the comparison.
@@ -130,6 +137,9 @@ pub struct Outcome {
     pub wall_ns_per_packet: Vec<f64>,
     /// Packets dropped (a queue full).
     pub drops: u64,
+    /// Bytes of the process on 2 MB pages during the timed runs (0 on 4 KB
+    /// pages).
+    pub huge_bytes: u64,
 }
 
 /// On-CPU time of the calling thread in ns (the kernel's schedstat), so that
@@ -178,6 +188,11 @@ struct Record {
     backlog: usize,
     /// Packets dropped because a queue was full.
     drops: u64,
+    /// The pages the timed runs were on: `4k`, or `2m` when some memory was
+    /// on 2 MB pages.
+    pages: &'static str,
+    /// MB of the process on 2 MB pages during the timed runs.
+    huge_mb: f64,
     /// Eiffel's Mpps over rte_sched's (Eiffel's records, with DPDK).
     speedup: Option<f64>,
 }
@@ -247,7 +262,7 @@ pub fn eiffel_shares(h: &Hierarchy, window: Window) -> Result<Served, BenchError
 
 /// One scheduler's throughput on `subports` x `pipes` of `h` with every rate
 /// lifted, one packet queued per queue: `reps` runs of `packets` (`None` for
-/// rte_sched without the `dpdk` feature).
+/// rte_sched without the `dpdk` feature), on 4 KB pages.
 pub fn throughput(
     arch: Arch,
     h: &Hierarchy,
@@ -255,14 +270,44 @@ pub fn throughput(
     packets: u64,
     reps: usize,
 ) -> Result<Option<Outcome>, BenchError> {
+    throughput_on(arch, h, pipes, packets, reps, Pages::Small)
+}
+
+/// [`throughput`] with the timed runs on `pages`.
+pub fn throughput_on(
+    arch: Arch,
+    h: &Hierarchy,
+    pipes: u32,
+    packets: u64,
+    reps: usize,
+    pages: Pages,
+) -> Result<Option<Outcome>, BenchError> {
     let lifted = h.lifted();
     let backlog = Hierarchy::queues(SUBPORTS, pipes);
+    let run = Run {
+        backlog,
+        packets,
+        reps,
+        pages,
+    };
     match arch {
-        Arch::Eiffel => {
-            eiffel::throughput(&lifted, SUBPORTS, pipes, backlog, packets, reps).map(Some)
-        }
-        Arch::RteSched => rte_sched_throughput(&lifted, pipes, backlog, packets, reps),
+        Arch::Eiffel => eiffel::throughput(&lifted, SUBPORTS, pipes, run).map(Some),
+        Arch::RteSched => rte_sched_throughput(&lifted, pipes, run),
     }
+}
+
+/// What a throughput measurement runs: packets queued throughout, packets
+/// per repetition, repetitions, and the pages of the timed runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Run {
+    /// Packets queued throughout.
+    pub backlog: usize,
+    /// Packets per timed repetition.
+    pub packets: u64,
+    /// Timed repetitions.
+    pub reps: usize,
+    /// Pages of the timed runs.
+    pub pages: Pages,
 }
 
 /// Runs the share comparison: Eiffel and (with the `dpdk` feature) rte_sched on
@@ -311,21 +356,13 @@ fn rte_sched_shares(_: &Hierarchy, _: Window) -> Result<Option<Served>, BenchErr
 fn rte_sched_throughput(
     h: &Hierarchy,
     pipes: u32,
-    backlog: usize,
-    packets: u64,
-    reps: usize,
+    run: Run,
 ) -> Result<Option<Outcome>, BenchError> {
-    dpdk::throughput(h, SUBPORTS, pipes, backlog, packets, reps).map(Some)
+    dpdk::throughput(h, SUBPORTS, pipes, run).map(Some)
 }
 
 #[cfg(not(feature = "dpdk"))]
-fn rte_sched_throughput(
-    _: &Hierarchy,
-    _: u32,
-    _: usize,
-    _: u64,
-    _: usize,
-) -> Result<Option<Outcome>, BenchError> {
+fn rte_sched_throughput(_: &Hierarchy, _: u32, _: Run) -> Result<Option<Outcome>, BenchError> {
     Ok(None)
 }
 
@@ -343,6 +380,8 @@ fn record(arch: &'static str, pipes: u32, o: &Outcome, packets: u64, backlog: us
         packets,
         backlog,
         drops: o.drops,
+        pages: if o.huge_bytes > 0 { "2m" } else { "4k" },
+        huge_mb: o.huge_bytes as f64 / f64::from(1u32 << 20),
         speedup: None,
     }
 }
@@ -360,16 +399,22 @@ pub fn run(opts: &HqosOpts) -> Result<(), BenchError> {
     });
     for pipes in sizes {
         let backlog = Hierarchy::queues(SUBPORTS, pipes);
+        let run = Run {
+            backlog,
+            packets,
+            reps,
+            pages: opts.pages,
+        };
         let d = if opts.only == Some(Arch::Eiffel) {
             None
         } else {
-            rte_sched_throughput(&lifted, pipes, backlog, packets, reps)?
+            rte_sched_throughput(&lifted, pipes, run)?
         };
         let dr = d
             .as_ref()
             .map(|d| record("rte_sched", pipes, d, packets, backlog));
         if opts.only != Some(Arch::RteSched) {
-            let e = eiffel::throughput(&lifted, SUBPORTS, pipes, backlog, packets, reps)?;
+            let e = eiffel::throughput(&lifted, SUBPORTS, pipes, run)?;
             let mut er = record("eiffel", pipes, &e, packets, backlog);
             er.speedup = dr.as_ref().map(|d| er.mpps / d.mpps);
             records.extend(dr);
@@ -431,6 +476,7 @@ fn throughput_table(records: &[Record]) -> Table {
         "ns/pkt",
         "wall ns",
         "drops",
+        "pages (MB on 2M)",
         "vs rte_sched",
     ]);
     for r in records {
@@ -442,6 +488,7 @@ fn throughput_table(records: &[Record]) -> Table {
             fmt_f(r.ns_per_packet, 1),
             fmt_f(r.wall_ns_per_packet, 1),
             r.drops.to_string(),
+            format!("{} ({:.0})", r.pages, r.huge_mb),
             r.speedup.map_or(String::new(), |s| format!("{s:.2}x")),
         ]);
     }

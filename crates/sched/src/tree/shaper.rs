@@ -104,10 +104,13 @@ impl Gcra {
     /// computing `now` in ticks once.
     #[inline]
     pub(crate) fn send_then_held(&mut self, now: Nanos, len: u32, slack: Nanos) -> bool {
+        // NB: `now * r` directly: a limit's rate is never 0 (`new` takes at
+        // least 1 bit/s), so `Rate::ticks`'s guard against 0 is not needed
+        // here, where it cost a branch per send at every level of a path.
         let r = u128::from(self.rate.bps());
-        let t = self.rate.ticks(now);
+        let t = u128::from(now) * r;
         self.tat = self.tat.max(t.saturating_sub(r - 1)) + Rate::tx_ticks(u64::from(len));
-        t + self.rate.ticks(slack) + self.tau < self.tat
+        t + u128::from(slack) * r + self.tau < self.tat
     }
 
     /// The configured rate.
