@@ -73,6 +73,7 @@ pub mod live;
 pub mod packet;
 pub mod plot;
 pub mod port;
+pub mod portq;
 pub mod report;
 pub mod routing;
 pub mod scenario;
