@@ -1,14 +1,16 @@
-//! An output port: a buffer, a policy tree that orders it, a transmitter and
-//! the link to the next node.
+//! An output port: a buffer, a policy that orders it (its tree, or a
+//! specialised queue equal to it: [`crate::portq`]), a transmitter and the
+//! link to the next node.
 //!
 //! Every packet offered to a port either is dropped on arrival, with one
-//! [`PortDrop`] reason, or is queued in the port's [`PolicyTree`]; a queued packet
+//! [`PortDrop`] reason, or is queued in the port's policy (its
+//! [`PolicyTree`](eiffel_sched::PolicyTree) or a [`PortQueue`] equal to it); a queued packet
 //! is later transmitted, or evicted by pFabric's rule (see below), or is still
 //! queued at the end. Both balances are checked by [`Port::check_invariants`]:
 //!
 //! ```text
 //! arrived = sent + dropped on arrival + evicted + queued (live)
-//! tree enqueued = tree dequeued + tree dropped + tree backlog
+//! policy offered = policy served + policy refused + policy backlog
 //! ```
 //!
 //! ## Admission

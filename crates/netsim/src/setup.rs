@@ -151,12 +151,19 @@ fn pipe_capacity(topo: &Topology, port: u32) -> usize {
 
 /// Port `p` of `topo` for `scheme`, with random loss `loss`, and whether it
 /// is a host's port.
+/// Specialised queues built so far, by (host port, capacity): the ports of
+/// one kind share a policy, so one tree per kind decides whether a
+/// specialised queue serves as it would, and the others copy the answer
+/// instead of building their own tree to ask.
+type Specialised = Vec<((bool, u32), PortQueue)>;
+
 fn build_port(
     topo: &Topology,
     scheme: &Scheme,
     p: u32,
     loss: f64,
     plan: QueuePlan,
+    made: &mut Specialised,
 ) -> (Port, bool) {
     let spec = &topo.ports()[p as usize];
     let (buffer, cap, host) = buffer_of(topo, scheme, p);
@@ -173,12 +180,17 @@ fn build_port(
         ecn_threshold: scheme.ecn_threshold,
         loss,
     };
-    let port = Port::new(
-        cfg,
-        queue_for(policy, cap, plan.max_rank, plan.form),
-        flow_slots(policy),
-        pipe_capacity(topo, p),
-    );
+    let queue = match made.iter().find(|(k, _)| *k == (host, cap)) {
+        Some((_, q)) => q.empty_copy().expect("only specialised queues are kept"),
+        None => {
+            let q = queue_for(policy, cap, plan.max_rank, plan.form);
+            if let Some(copy) = q.empty_copy() {
+                made.push(((host, cap), copy));
+            }
+            q
+        }
+    };
+    let port = Port::new(cfg, queue, flow_slots(policy), pipe_capacity(topo, p));
     (port, host)
 }
 
@@ -199,13 +211,14 @@ pub fn build_ports_with(
 ) -> (Vec<Port>, Vec<u8>) {
     let mut ports = Vec::with_capacity(topo.ports().len());
     let mut which = Vec::with_capacity(topo.ports().len());
+    let mut made = Specialised::new();
     for i in 0..topo.ports().len() as u32 {
         let loss = extras
             .loss
             .iter()
             .find(|&&(q, _)| q == i)
             .map_or(0.0, |&(_, l)| l);
-        let (port, host) = build_port(topo, scheme, i, loss, plan);
+        let (port, host) = build_port(topo, scheme, i, loss, plan, &mut made);
         ports.push(port);
         which.push(u8::from(host));
     }
@@ -233,7 +246,14 @@ fn allocated_bytes() -> Option<u64> {
 fn measured_port_bytes(topo: &Topology, scheme: &Scheme, p: u32) -> Option<u64> {
     let before = allocated_bytes()?;
     // Any rank: the tree where a pFabric port might use it, the larger.
-    let (port, _) = build_port(topo, scheme, p, 0.0, QueuePlan::ANY_RANK);
+    let (port, _) = build_port(
+        topo,
+        scheme,
+        p,
+        0.0,
+        QueuePlan::ANY_RANK,
+        &mut Specialised::new(),
+    );
     let after = allocated_bytes()?;
     drop(port);
     Some(after.saturating_sub(before))

@@ -46,6 +46,16 @@ impl FifoQueue {
         })
     }
 
+    /// A new, empty queue with the same limits.
+    #[must_use]
+    pub fn empty_copy(&self) -> FifoQueue {
+        FifoQueue {
+            ids: VecDeque::with_capacity(self.ids.capacity()),
+            counters: QueueCounters::default(),
+            ..*self
+        }
+    }
+
     /// The tree's packet capacity.
     #[must_use]
     pub fn capacity(&self) -> u32 {

@@ -108,6 +108,17 @@ impl PortQueue {
         PortQueue::Tree(Box::new(tree))
     }
 
+    /// A new, empty specialised queue like this one (`None` for a tree, which
+    /// is not copied).
+    #[must_use]
+    pub fn empty_copy(&self) -> Option<PortQueue> {
+        match self {
+            PortQueue::Tree(_) => None,
+            PortQueue::Fifo(q) => Some(PortQueue::Fifo(q.empty_copy())),
+            PortQueue::Pfabric(q) => Some(PortQueue::Pfabric(q.empty_copy())),
+        }
+    }
+
     /// Short name: `policy-tree`, `fifo` or `pfabric-cffs`.
     #[must_use]
     pub fn name(&self) -> &'static str {

@@ -141,6 +141,21 @@ impl PfabricQueue {
         })
     }
 
+    /// A new, empty queue with the same limits.
+    #[must_use]
+    pub fn empty_copy(&self) -> PfabricQueue {
+        PfabricQueue {
+            nodes: Vec::with_capacity(self.nodes.capacity()),
+            free: Vec::with_capacity(self.free.capacity()),
+            flows: vec![Flow::EMPTY; self.flows.len()],
+            active: Vec::with_capacity(self.active.capacity()),
+            seq: 0,
+            queued: 0,
+            counters: QueueCounters::default(),
+            ..*self
+        }
+    }
+
     /// The tree's packet capacity.
     #[must_use]
     pub fn capacity(&self) -> u32 {
