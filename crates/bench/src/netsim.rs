@@ -1,15 +1,18 @@
 //! `eiffel bench netsim`: how fast the network simulator runs, in events per
-//! second on one core, with its event list on Eiffel's timing wheel against the
-//! same simulator on `std`'s binary heap, in the same invocation.
+//! second on one core, with its event list on its timing wheel against the
+//! same simulator on `std`'s binary heap, and with its specialised port queues
+//! against the policy trees they stand for, in the same invocation.
 //!
 //! - Whole runs: `examples/scenarios/eiffel-fig15.toml` (144 hosts, 9 leaves, 4
-//!   spines) at load 0.6 for the `pfabric` scheme (a per-flow policy tree at
-//!   every port) and `dctcp` (a FIFO tree, ECN): 2000 web search flows (400
-//!   with `--quick`), each run three times per queue, the fastest kept (other
-//!   work on the machine only ever adds time); times are the thread's CPU
-//!   time, so waiting for a core on a shared machine is not counted. Both queues pop the same
-//!   events in the same order (checked: equal event counts and results), so
-//!   the ratio is the event list's share of the cost.
+//!   spines) at load 0.6 for the `pfabric` scheme (a per-flow pFabric leaf at
+//!   every port) and `dctcp` (a FIFO leaf, ECN): 2000 web search flows (400
+//!   with `--quick`), each run three times per configuration, the fastest kept
+//!   (other work on the machine only ever adds time); times are the thread's
+//!   CPU time, so waiting for a core on a shared machine is not counted. The
+//!   configurations: the timing wheel with the specialised port queues (the
+//!   default), the binary heap with them, and the timing wheel with a policy
+//!   tree at every port. All pop the same events in the same order (checked:
+//!   equal results), so each ratio is one part's share of the cost.
 //! - The event list alone (hold model): with `n` events pending, pop the
 //!   earliest and push one at a random offset (90% within 5 us, the hops of a
 //!   fabric; 10% within 1 ms, timers and arrivals), `n` = 1000, 10 000 and
@@ -20,7 +23,9 @@ use std::path::PathBuf;
 
 use eiffel_netsim::event::{Event, EventKind, EventQueue, HeapQueue, WheelQueue};
 use eiffel_netsim::scenario::Scenario;
-use eiffel_netsim::sweep::{run_one_with, RunKey};
+use eiffel_netsim::setup::QueueForm;
+use eiffel_netsim::sim::RunResult;
+use eiffel_netsim::sweep::{run_one_as, RunKey};
 use eiffel_netsim::time::{Duration, Time};
 use eiffel_netsim::workload::{generate, Traffic, Workload};
 use serde::Serialize;
@@ -48,13 +53,17 @@ struct Record {
     config: String,
     /// `timing-wheel` or `binary-heap`.
     queue: &'static str,
+    /// Runs: `specialised` (a FIFO or pFabric queue equal to the port's
+    /// tree, the default) or `policy-tree`; hold: `-`.
+    ports: &'static str,
     /// Events processed (runs) or pop-push pairs (hold).
     events: u64,
     /// Seconds of the fastest repetition.
     seconds: f64,
     /// Millions of events per second (hold: pairs per second).
     mevents_per_s: f64,
-    /// Wheel's events per second over the heap's (1 for the heap rows).
+    /// Events per second over those of the binary heap with the
+    /// specialised queues (1 for that row).
     ratio: f64,
 }
 
@@ -62,22 +71,23 @@ fn scenario_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/scenarios/eiffel-fig15.toml")
 }
 
+/// The fastest of [`REPS`] runs, and the run's result.
 fn time_runs<Q: EventQueue>(
     s: &Scenario,
     key: &RunKey,
     w: &eiffel_netsim::workload::Workload,
-) -> (u64, f64) {
+    form: QueueForm,
+) -> (RunResult, f64) {
     let mut best = f64::INFINITY;
-    let mut events = 0;
+    let mut result = None;
     for _ in 0..REPS {
         let secs = timed(|| {
-            let r = run_one_with::<Q>(s, key, w, false, |_, _| {});
-            events = r.counters.events;
-            black_box(&r);
+            let r = run_one_as::<Q>(s, key, w, false, form, |_, _| {});
+            result = Some(black_box(r));
         });
         best = best.min(secs);
     }
-    (events, best)
+    (result.expect("at least one repetition"), best)
 }
 
 fn hold<Q: EventQueue>(pending: usize, pairs: u64) -> f64 {
@@ -136,25 +146,29 @@ fn runs(
         seed: 1,
         seed_index: 0,
     };
-    let (ew, tw) = time_runs::<WheelQueue>(scenario, &key, w);
-    let (eh, th) = time_runs::<HeapQueue>(scenario, &key, w);
-    if ew != eh {
-        return Err(format!("{name}: the two event lists processed {ew} and {eh} events").into());
+    let (rw, tw) = time_runs::<WheelQueue>(scenario, &key, w, QueueForm::Fastest);
+    let (rh, th) = time_runs::<HeapQueue>(scenario, &key, w, QueueForm::Fastest);
+    let (rt, tt) = time_runs::<WheelQueue>(scenario, &key, w, QueueForm::Tree);
+    if rw != rh || rw != rt {
+        return Err(format!("{name}: the configurations' runs differ").into());
     }
-    let (rw, rh) = (ew as f64 / tw, eh as f64 / th);
+    let events = rw.counters.events as f64;
+    let heap = events / th;
     Ok([
-        ("timing-wheel", tw, rw, rw / rh),
-        ("binary-heap", th, rh, 1.0),
+        ("timing-wheel", "specialised", tw),
+        ("binary-heap", "specialised", th),
+        ("timing-wheel", "policy-tree", tt),
     ]
     .into_iter()
-    .map(|(queue, secs, rate, ratio)| Record {
+    .map(|(queue, ports, secs)| Record {
         case: "run",
         config: name.to_string(),
         queue,
-        events: ew,
+        ports,
+        events: rw.counters.events,
         seconds: secs,
-        mevents_per_s: rate / 1e6,
-        ratio,
+        mevents_per_s: events / secs / 1e6,
+        ratio: events / secs / heap,
     })
     .collect())
 }
@@ -170,6 +184,7 @@ fn holds(pairs: u64) -> Vec<Record> {
                 case: "hold",
                 config: pending.to_string(),
                 queue,
+                ports: "-",
                 events: pairs,
                 seconds: secs,
                 mevents_per_s: pairs as f64 / secs / 1e6,
@@ -208,6 +223,7 @@ pub fn run(opts: &CommonOpts) -> Result<(), BenchError> {
         "case",
         "config",
         "event list",
+        "port queues",
         "events",
         "seconds",
         "M events/s",
@@ -218,6 +234,7 @@ pub fn run(opts: &CommonOpts) -> Result<(), BenchError> {
             r.case.to_string(),
             r.config.clone(),
             r.queue.to_string(),
+            r.ports.to_string(),
             r.events.to_string(),
             fmt_f(r.seconds, 3),
             fmt_f(r.mevents_per_s, 2),

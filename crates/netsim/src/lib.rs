@@ -14,7 +14,9 @@
 //!   in a preallocated store; output ports with a byte buffer, drop-tail or
 //!   pFabric's drop of the lowest priority, DCTCP marking, random loss, a
 //!   policy tree ([`eiffel_sched::PolicyTree`]) ordering the buffer, the link's
-//!   in-flight packets.
+//!   in-flight packets; [`portq`]: the port's queue, its policy tree or, for
+//!   one FIFO leaf and one pFabric leaf, a specialised queue that serves
+//!   exactly as that tree.
 //! - [`transport`]: TCP NewReno, DCTCP, pFabric's rate control, constant-rate
 //!   and on/off datagrams, as sans-IO state machines.
 //! - [`cdf`], [`workload`]: empirical flow-size distributions (web search, data
@@ -31,8 +33,8 @@
 //!
 //! ## What a run costs
 //! A packet crossing a hop is one arrival event, and one end-of-transmission
-//! event when packets queue behind it; a policy-tree enqueue and dequeue at the
-//! port; no allocation (packets, events, flow state and trees are preallocated
+//! event when packets queue behind it; an enqueue and a dequeue at the port's
+//! queue; no allocation (packets, events, flow state and trees are preallocated
 //! before the run). A run is deterministic: the same scenario and seed give
 //! byte-identical reports on any number of threads.
 //!
@@ -73,6 +75,7 @@ pub mod live;
 pub mod packet;
 pub mod plot;
 pub mod port;
+pub mod portq;
 pub mod report;
 pub mod routing;
 pub mod scenario;

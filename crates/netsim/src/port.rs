@@ -1,14 +1,16 @@
-//! An output port: a buffer, a policy tree that orders it, a transmitter and
-//! the link to the next node.
+//! An output port: a buffer, a policy that orders it (its tree, or a
+//! specialised queue equal to it: [`crate::portq`]), a transmitter and the
+//! link to the next node.
 //!
 //! Every packet offered to a port either is dropped on arrival, with one
-//! [`PortDrop`] reason, or is queued in the port's [`PolicyTree`]; a queued packet
+//! [`PortDrop`] reason, or is queued in the port's policy (its
+//! [`PolicyTree`](eiffel_sched::PolicyTree) or a [`PortQueue`] equal to it); a queued packet
 //! is later transmitted, or evicted by pFabric's rule (see below), or is still
 //! queued at the end. Both balances are checked by [`Port::check_invariants`]:
 //!
 //! ```text
 //! arrived = sent + dropped on arrival + evicted + queued (live)
-//! tree enqueued = tree dequeued + tree dropped + tree backlog
+//! policy offered = policy served + policy refused + policy backlog
 //! ```
 //!
 //! ## Admission
@@ -47,11 +49,12 @@
 
 use std::collections::VecDeque;
 
-use eiffel_sched::{DropReason, Packet, PolicyTree, Scheduler, NO_DEADLINE};
+use eiffel_sched::{DropReason, NO_DEADLINE};
 
 use crate::histogram::LogHistogram;
 use crate::live::LiveSet;
 use crate::packet::{flags, PacketStore, NO_SLACK};
+use crate::portq::{Arrival, PortQueue};
 use crate::slots::SlotTable;
 use crate::time::{Duration, Rate, Time};
 
@@ -239,7 +242,7 @@ pub struct Port {
     pub free_gen: u32,
     /// Time of the pending `PortWake` event, or [`Time::NEVER`].
     pub wake_at: Time,
-    tree: PolicyTree,
+    queue: PortQueue,
     /// Ranks per bucket of the tree's first ranked queue (pFabric's check).
     granularity: u64,
     slots: Option<SlotTable>,
@@ -253,22 +256,18 @@ pub struct Port {
 }
 
 impl Port {
-    /// A port ordering its buffer with `tree`; `flow_slots` is the number of
-    /// flow slots of the tree's per-flow leaves (0 if it has none); `pipe` the
-    /// most packets the link can hold in flight.
+    /// A port ordering its buffer with `queue` (its policy tree or an
+    /// equivalent); `flow_slots` is the number of flow slots of the policy's
+    /// per-flow leaves (0 if it has none); `pipe` the most packets the link can
+    /// hold in flight.
     #[must_use]
-    pub fn new(cfg: PortConfig, tree: PolicyTree, flow_slots: u32, pipe: usize) -> Port {
+    pub fn new(cfg: PortConfig, queue: PortQueue, flow_slots: u32, pipe: usize) -> Port {
         let live_cap = if cfg.drop == DropPolicy::LowestPriority {
             (cfg.buffer / 40 + 1) as usize
         } else {
             0
         };
-        let granularity = tree
-            .nodes()
-            .flat_map(|n| n.queues.into_iter().map(|q| q.config.granularity))
-            .next()
-            .unwrap_or(1)
-            .max(1);
+        let granularity = queue.granularity();
         Port {
             granularity,
             rate: cfg.rate,
@@ -283,7 +282,7 @@ impl Port {
             free_pending: false,
             free_gen: 0,
             wake_at: Time::NEVER,
-            tree,
+            queue,
             slots: (flow_slots > 0).then(|| SlotTable::new(flow_slots)),
             live: LiveSet::with_capacity(live_cap),
             pipe: VecDeque::with_capacity(pipe),
@@ -315,16 +314,23 @@ impl Port {
         self.queued
     }
 
-    /// Whether the policy tree holds packets (live or pFabric victims).
+    /// Whether the policy holds packets (live or pFabric victims).
     #[must_use]
+    #[inline]
     pub fn has_backlog(&self) -> bool {
-        self.tree.backlog().packets > 0
+        self.queue.backlog() > 0
     }
 
-    /// The port's policy tree.
+    /// Packets the policy holds (live or pFabric victims).
     #[must_use]
-    pub fn tree(&self) -> &PolicyTree {
-        &self.tree
+    pub fn backlog(&self) -> u64 {
+        self.queue.backlog()
+    }
+
+    /// The port's queue: its policy tree or an equivalent.
+    #[must_use]
+    pub fn queue(&self) -> &PortQueue {
+        &self.queue
     }
 
     /// Offers packet `id` at `now`, classified to tree leaf `leaf`; `key` names
@@ -377,25 +383,20 @@ impl Port {
         } else {
             (p.slack, now.0.saturating_add(p.slack))
         };
-        let desc = Packet {
-            buffer: id,
+        let arrival = Arrival {
+            id,
             len: u32::from(p.len),
-            flow: slot,
-            class: leaf,
-            arrival: now.0,
+            slot,
+            leaf,
+            remaining: p.remaining,
             rank,
             deadline,
-            remaining: p.remaining,
-            dscp: 0,
         };
-        if let Err(d) = self.tree.enqueue(desc, now.0) {
-            // The tree keeps or hands back whole packets; a refusal is always
-            // the packet just offered (no policy here evicts).
-            debug_assert_eq!(d.packet.buffer, id, "the tree dropped a queued packet");
+        if let Err(reason) = self.queue.enqueue(&arrival, now) {
             if let Some(t) = &mut self.slots {
                 t.release(slot);
             }
-            return Err(self.count(PortDrop::Policy(d.reason)));
+            return Err(self.count(PortDrop::Policy(reason)));
         }
         let q = pkts.get_mut(id);
         q.enqueued = now;
@@ -463,17 +464,17 @@ impl Port {
     /// (and freeing) pFabric victims on the way.
     pub fn dequeue(&mut self, now: Time, pkts: &mut PacketStore) -> Next {
         loop {
-            let Some(d) = self.tree.dequeue(now.0) else {
-                return match self.tree.next_ready(now.0) {
-                    Some(t) if t > now.0 => Next::Wait(Time(t)),
-                    Some(_) => unreachable!("the tree said a packet was ready"),
+            let Some(d) = self.queue.dequeue(now) else {
+                return match self.queue.next_ready(now) {
+                    Some(t) if t > now => Next::Wait(t),
+                    Some(_) => unreachable!("the policy said a packet was ready"),
                     None => Next::Idle,
                 };
             };
             if let Some(t) = &mut self.slots {
-                t.release(d.flow);
+                t.release(d.slot);
             }
-            let id = d.buffer;
+            let id = d.id;
             if pkts.get(id).has(flags::DEAD) {
                 pkts.free(id);
                 self.stats.discarded += 1;
@@ -571,20 +572,14 @@ impl Port {
             s.evicted,
             self.queued
         );
-        let c = self.tree.counters();
-        let b = self.tree.backlog();
-        assert_eq!(
-            c.enqueued,
-            c.dequeued + c.dropped_total() + b.packets,
-            "port {name}: tree balance"
-        );
+        self.queue.check_invariants(name);
+        let b = self.queue.backlog();
         assert!(
-            b.packets >= self.queued,
-            "port {name}: tree holds fewer than live"
+            b >= self.queued,
+            "port {name}: policy holds fewer than live"
         );
         if let Some(t) = &self.slots {
-            assert_eq!(t.queued(), b.packets, "port {name}: flow slots out of step");
+            assert_eq!(t.queued(), b, "port {name}: flow slots out of step");
         }
-        self.tree.check_invariants();
     }
 }

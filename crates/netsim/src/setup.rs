@@ -17,8 +17,11 @@ use std::sync::Arc;
 use eiffel_policy::Policy;
 use eiffel_sched::PolicyTree;
 
+pub use crate::portq::QueueForm;
+
 use crate::event::{EventQueue, WheelQueue};
 use crate::port::{DropPolicy, Port, PortConfig};
+use crate::portq::PortQueue;
 use crate::routing::Routes;
 use crate::sim::{RunConfig, RunResult, SchemeTransport, Sim};
 use crate::time::Duration;
@@ -95,6 +98,49 @@ fn tree_for(policy: &Policy, capacity: u32) -> PolicyTree {
     PolicyTree::new(spec).expect("a validated policy builds with any positive capacity")
 }
 
+/// The queue of a port running `policy` with `capacity` packets, whose ranks
+/// stay at or below `max_rank`.
+fn queue_for(policy: &Policy, capacity: u32, max_rank: u64, form: QueueForm) -> PortQueue {
+    let mut spec = policy.spec().clone();
+    spec.capacity = capacity;
+    PortQueue::build(spec, max_rank, form)
+}
+
+/// Which queues the ports of a run get: the form, and the largest rank a
+/// packet of the run carries (its largest flow's size; `u64::MAX` when
+/// unknown or unbounded).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueuePlan {
+    /// Specialised queues where equivalent, or always the policy tree.
+    pub form: QueueForm,
+    /// The largest `remaining` of any packet.
+    pub max_rank: u64,
+}
+
+impl QueuePlan {
+    /// Specialised queues where equivalent for ranks up to `u64::MAX` (so
+    /// never a pFabric one, whose window is finite).
+    pub const ANY_RANK: QueuePlan = QueuePlan {
+        form: QueueForm::Fastest,
+        max_rank: u64::MAX,
+    };
+
+    /// The plan for `workload`: its largest flow bounds every rank.
+    #[must_use]
+    pub fn for_workload(workload: &Workload, form: QueueForm) -> QueuePlan {
+        let max_rank = workload
+            .flows
+            .iter()
+            .map(|f| match f.transport {
+                crate::workload::FlowTransport::Scheme => f.size.max(1),
+                crate::workload::FlowTransport::Udp { .. } => 0,
+            })
+            .max()
+            .unwrap_or(0);
+        QueuePlan { form, max_rank }
+    }
+}
+
 /// Most packets a link holds in flight: its delay over the shortest packet's
 /// transmission time.
 fn pipe_capacity(topo: &Topology, port: u32) -> usize {
@@ -105,7 +151,20 @@ fn pipe_capacity(topo: &Topology, port: u32) -> usize {
 
 /// Port `p` of `topo` for `scheme`, with random loss `loss`, and whether it
 /// is a host's port.
-fn build_port(topo: &Topology, scheme: &Scheme, p: u32, loss: f64) -> (Port, bool) {
+/// Specialised queues built so far, by (host port, capacity): the ports of
+/// one kind share a policy, so one tree per kind decides whether a
+/// specialised queue serves as it would, and the others copy the answer
+/// instead of building their own tree to ask.
+type Specialised = Vec<((bool, u32), PortQueue)>;
+
+fn build_port(
+    topo: &Topology,
+    scheme: &Scheme,
+    p: u32,
+    loss: f64,
+    plan: QueuePlan,
+    made: &mut Specialised,
+) -> (Port, bool) {
     let spec = &topo.ports()[p as usize];
     let (buffer, cap, host) = buffer_of(topo, scheme, p);
     let policy = if host {
@@ -121,28 +180,45 @@ fn build_port(topo: &Topology, scheme: &Scheme, p: u32, loss: f64) -> (Port, boo
         ecn_threshold: scheme.ecn_threshold,
         loss,
     };
-    let port = Port::new(
-        cfg,
-        tree_for(policy, cap),
-        flow_slots(policy),
-        pipe_capacity(topo, p),
-    );
+    let queue = match made.iter().find(|(k, _)| *k == (host, cap)) {
+        Some((_, q)) => q.empty_copy().expect("only specialised queues are kept"),
+        None => {
+            let q = queue_for(policy, cap, plan.max_rank, plan.form);
+            if let Some(copy) = q.empty_copy() {
+                made.push(((host, cap), copy));
+            }
+            q
+        }
+    };
+    let port = Port::new(cfg, queue, flow_slots(policy), pipe_capacity(topo, p));
     (port, host)
 }
 
 /// The ports of `topo` for `scheme`, and each port's policy index (0: switch
-/// policy, 1: host policy).
+/// policy, 1: host policy), with queues for any rank ([`QueuePlan::ANY_RANK`]).
 #[must_use]
 pub fn build_ports(topo: &Topology, scheme: &Scheme, extras: &LinkExtras) -> (Vec<Port>, Vec<u8>) {
+    build_ports_with(topo, scheme, extras, QueuePlan::ANY_RANK)
+}
+
+/// [`build_ports`] with the queues of `plan`.
+#[must_use]
+pub fn build_ports_with(
+    topo: &Topology,
+    scheme: &Scheme,
+    extras: &LinkExtras,
+    plan: QueuePlan,
+) -> (Vec<Port>, Vec<u8>) {
     let mut ports = Vec::with_capacity(topo.ports().len());
     let mut which = Vec::with_capacity(topo.ports().len());
+    let mut made = Specialised::new();
     for i in 0..topo.ports().len() as u32 {
         let loss = extras
             .loss
             .iter()
             .find(|&&(q, _)| q == i)
             .map_or(0.0, |&(_, l)| l);
-        let (port, host) = build_port(topo, scheme, i, loss);
+        let (port, host) = build_port(topo, scheme, i, loss, plan, &mut made);
         ports.push(port);
         which.push(u8::from(host));
     }
@@ -169,7 +245,15 @@ fn allocated_bytes() -> Option<u64> {
 /// (one at a time, then freed); `None` where the allocator cannot say.
 fn measured_port_bytes(topo: &Topology, scheme: &Scheme, p: u32) -> Option<u64> {
     let before = allocated_bytes()?;
-    let (port, _) = build_port(topo, scheme, p, 0.0);
+    // Any rank: the tree where a pFabric port might use it, the larger.
+    let (port, _) = build_port(
+        topo,
+        scheme,
+        p,
+        0.0,
+        QueuePlan::ANY_RANK,
+        &mut Specialised::new(),
+    );
     let after = allocated_bytes()?;
     drop(port);
     Some(after.saturating_sub(before))
@@ -263,11 +347,21 @@ pub fn simulate(
     cfg: RunConfig,
     progress: impl FnMut(u64, crate::time::Time),
 ) -> RunResult {
-    simulate_with::<WheelQueue>(topo, routes, scheme, extras, workload, cfg, progress)
+    simulate_with::<WheelQueue>(
+        topo,
+        routes,
+        scheme,
+        extras,
+        workload,
+        cfg,
+        QueueForm::Fastest,
+        progress,
+    )
 }
 
-/// [`simulate`] with a chosen event queue.
+/// [`simulate`] with a chosen event queue and form of port queues.
 #[must_use]
+#[allow(clippy::too_many_arguments)]
 pub fn simulate_with<Q: EventQueue>(
     topo: &Topology,
     routes: &Routes,
@@ -275,9 +369,11 @@ pub fn simulate_with<Q: EventQueue>(
     extras: &LinkExtras,
     workload: &Workload,
     cfg: RunConfig,
+    form: QueueForm,
     progress: impl FnMut(u64, crate::time::Time),
 ) -> RunResult {
-    let (ports, which) = build_ports(topo, scheme, extras);
+    let plan = QueuePlan::for_workload(workload, form);
+    let (ports, which) = build_ports_with(topo, scheme, extras, plan);
     let policies = [&scheme.switch_policy, &scheme.host_policy];
     let sim: Sim<'_, Q> = Sim::new(
         topo,

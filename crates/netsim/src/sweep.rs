@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use crate::event::{EventQueue, WheelQueue};
 use crate::report::{self, SimReport};
 use crate::scenario::Scenario;
-use crate::setup::{estimate_memory, simulate_with};
+use crate::setup::{estimate_memory, simulate_with, QueueForm};
 use crate::sim::{RunConfig, RunResult};
 use crate::time::Time;
 use crate::workload::{generate, Workload};
@@ -197,6 +197,21 @@ pub fn run_one_with<Q: EventQueue>(
     check: bool,
     progress: impl FnMut(u64, Time),
 ) -> RunResult {
+    run_one_as::<Q>(scenario, key, workload, check, QueueForm::Fastest, progress)
+}
+
+/// [`run_one_with`] with a chosen form of port queues (the policy trees
+/// everywhere, for tests and benchmarks, or specialised queues where
+/// equivalent).
+#[must_use]
+pub fn run_one_as<Q: EventQueue>(
+    scenario: &Scenario,
+    key: &RunKey,
+    workload: &Workload,
+    check: bool,
+    form: QueueForm,
+    progress: impl FnMut(u64, Time),
+) -> RunResult {
     let scheme = &scenario.schemes[key.scheme];
     let last = workload.span.max(Time::ZERO + scenario.duration);
     let cfg = RunConfig {
@@ -219,6 +234,7 @@ pub fn run_one_with<Q: EventQueue>(
         &scenario.extras,
         workload,
         cfg,
+        form,
         progress,
     )
 }

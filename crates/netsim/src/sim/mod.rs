@@ -29,7 +29,6 @@ mod host;
 mod net;
 mod result;
 
-use eiffel_sched::Scheduler;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
@@ -223,7 +222,7 @@ impl<'a, Q: EventQueue> Sim<'a, Q> {
         let (flows, observed) = flow_states(workload, salt, policies, leaf);
         let store: usize = ports
             .iter()
-            .map(|p| p.tree().spec().capacity as usize + p.in_flight_capacity())
+            .map(|p| p.queue().capacity() as usize + p.in_flight_capacity())
             .sum::<usize>()
             + 64;
         let events = Q::with_capacity(
@@ -392,7 +391,7 @@ impl<'a, Q: EventQueue> Sim<'a, Q> {
         let queued: u64 = self
             .ports
             .iter()
-            .map(|p| p.tree().backlog().packets + p.in_flight() as u64)
+            .map(|p| p.backlog() + p.in_flight() as u64)
             .sum();
         assert_eq!(held, queued, "packets held outside queues and links");
     }
