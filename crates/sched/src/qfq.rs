@@ -34,6 +34,14 @@
 //!   Inserting a flow is one append; finding the group's next flow is one
 //!   find-first-set; moving the window forward when slot 0 empties is a shift.
 //! - The four set words.
+//! - `V` ([`VirtualClock`]) and the bytes served that it does not count yet. A
+//!   service after which the served group's slot 0 still holds flows and no
+//!   group is ineligible changes no group's state and reads no `V` (Fig. 5:
+//!   `make_eligible` has nothing to move), so it only adds its length to that
+//!   sum; the clock takes the sum ([`VirtualClock::serve_bytes`], exactly what
+//!   serving the packets one by one gives) before anything reads `V` or changes
+//!   `W`. Most services of a busy scheduler are of this kind: they skip the
+//!   128-bit update of `V` and its remainder.
 //!
 //! Every path is loop-free: `activate` (qfq.txt Fig. 4), `peek` and `served`
 //! (Fig. 5, with `make_eligible` and `unblock_groups` of Fig. 6) are a fixed number
