@@ -34,6 +34,14 @@
 //!   Inserting a flow is one append; finding the group's next flow is one
 //!   find-first-set; moving the window forward when slot 0 empties is a shift.
 //! - The four set words.
+//! - `V` ([`VirtualClock`]) and the bytes served that it does not count yet. A
+//!   service after which the served group's slot 0 still holds flows and no
+//!   group is ineligible changes no group's state and reads no `V` (Fig. 5:
+//!   `make_eligible` has nothing to move), so it only adds its length to that
+//!   sum; the clock takes the sum ([`VirtualClock::serve_bytes`], exactly what
+//!   serving the packets one by one gives) before anything reads `V` or changes
+//!   `W`. Most services of a busy scheduler are of this kind: they skip the
+//!   128-bit update of `V` and its remainder.
 //!
 //! Every path is loop-free: `activate` (qfq.txt Fig. 4), `peek` and `served`
 //! (Fig. 5, with `make_eligible` and `unblock_groups` of Fig. 6) are a fixed number
@@ -206,6 +214,15 @@ const fn fls(word: u64) -> u32 {
     63 - word.leading_zeros()
 }
 
+/// Adds the service of `unfolded` bytes to `clock` and clears it.
+#[inline]
+fn fold(clock: &mut VirtualClock, unfolded: &mut u64) {
+    if *unfolded != 0 {
+        clock.serve_bytes(*unfolded);
+        *unfolded = 0;
+    }
+}
+
 /// Hot per-flow state (32 bytes: two flows per cache line); `inv_w == 0` marks
 /// an unconfigured flow. The exact start of the head packet is not kept: it is
 /// `f - head_len * inv_w`, and only `activate` and `served`, which compute it,
@@ -320,7 +337,14 @@ impl Group {
 pub struct QfqCore<A = ()> {
     /// The four group sets, indexed by `ER`, `EB`, `IR`, `IB`.
     sets: [u64; 4],
+    /// `V` and `W`, but for the service counted in `unfolded`.
     clock: VirtualClock,
+    /// Bytes served whose service `V` does not count yet: a service that
+    /// changes no group's state adds here, and the clock takes the sum
+    /// ([`VirtualClock::serve_bytes`], exactly as packet by packet) before
+    /// anything reads `V`. At most the bytes one group's slot 0 holds, as the
+    /// slot emptying folds them.
+    unfolded: u64,
     /// `L`: the largest packet of any flow.
     max_packet: u32,
     /// Groups by index (only `MIN_GROUP..=MAX_GROUP` are used; 64 so that a
@@ -359,6 +383,7 @@ impl<A: Clone + Default> QfqCore<A> {
         Ok(QfqCore {
             sets: [0; 4],
             clock: VirtualClock::new(),
+            unfolded: 0,
             max_packet,
             groups: groups.try_into().expect("64 groups"),
             epochs: vec![0; max_flows as usize],
@@ -387,10 +412,10 @@ impl<A: Clone + Default> QfqCore<A> {
         Some((2f64).powi(i as i32 - FRAC_BITS as i32) * self.clock.weight_sum() as f64)
     }
 
-    /// The system virtual clock.
+    /// The system virtual clock, every packet served so far counted.
     #[must_use]
-    pub fn clock(&self) -> &VirtualClock {
-        &self.clock
+    pub fn clock(&self) -> VirtualClock {
+        self.folded_clock()
     }
 
     /// The group sets `[ER, EB, IR, IB]` (bit `i` is group `i`).
@@ -510,17 +535,39 @@ impl<A: Clone + Default> QfqCore<A> {
             let slot = (round_down(head.s, shift).wrapping_sub(g.s) >> shift) as u32;
             Self::append(g, &mut self.flows, front, k, slot);
         } else {
+            fold(&mut self.clock, &mut self.unfolded);
             self.epochs[k as usize] = self.clock.epoch_of(head.s);
             self.flows.went_idle();
             all_idle = self.flows.backlogged() == 0;
         }
         let slot0_full = g.full & 1 == 1;
-        let old_v = self.clock.now();
-        self.clock.serve(head.len);
-        self.after_service(gi, slot0_full, old_v);
+        if slot0_full && self.sets[IR] | self.sets[IB] == 0 {
+            // `after_service` would change nothing and read no `V`: the
+            // packet's service waits in `unfolded` (most services).
+            self.unfolded += u64::from(head.len);
+        } else {
+            self.fold_service();
+            let old_v = self.clock.now();
+            self.clock.serve(head.len);
+            self.after_service(gi, slot0_full, old_v);
+        }
         if all_idle {
             self.clock.on_idle();
         }
+    }
+
+    /// Adds the service waiting in `unfolded` to `V`: before anything reads
+    /// `V` or changes `W`.
+    #[inline]
+    fn fold_service(&mut self) {
+        fold(&mut self.clock, &mut self.unfolded);
+    }
+
+    /// The clock with the service waiting in `unfolded` added.
+    fn folded_clock(&self) -> VirtualClock {
+        let mut clock = self.clock;
+        clock.serve_bytes(self.unfolded);
+        clock
     }
 
     /// The rest of Fig. 5 after group `gi` served a packet (`slot0_full`: its
@@ -598,6 +645,8 @@ impl<A: Clone + Default> FlowCore for QfqCore<A> {
     }
 
     fn add_flow(&mut self, flow: FlowId, cfg: FlowConfig) -> Result<(), ConfigError> {
+        // The service so far was at the old `W`.
+        self.fold_service();
         let (clock, max_packet) = (&mut self.clock, self.max_packet);
         self.flows.add(flow, cfg, |cfg| {
             check_weight_and_size(flow, cfg.weight, cfg.max_packet, max_packet)?;
@@ -621,6 +670,7 @@ impl<A: Clone + Default> FlowCore for QfqCore<A> {
 
     fn remove_flow(&mut self, flow: FlowId) -> Result<(), ConfigError> {
         let cfg = self.flows.remove(flow)?;
+        self.fold_service();
         self.clock
             .remove_weight(cfg.weight, self.flows.backlogged() == 0);
         Ok(())
@@ -643,6 +693,7 @@ impl<A: Clone + Default> FlowCore for QfqCore<A> {
     /// far less often than it sends.
     #[inline(never)]
     fn activate(&mut self, k: FlowId, len: u32) {
+        self.fold_service();
         let v = self.clock.now();
         let fl = self.flows[k];
         debug_assert!(
@@ -804,7 +855,7 @@ impl<A: Clone + Default> QfqCore<A> {
     /// Group `gi`'s buckets against its bitmap and its flows' starts; marks the
     /// flows seen and returns how many it holds.
     fn check_group_buckets(&self, gi: usize, flows_seen: &mut [bool]) -> u32 {
-        let v = self.clock.now();
+        let v = self.folded_clock().now();
         let g = &self.groups[gi];
         let [er, eb, ir, ib] = self.sets;
         assert_eq!(
@@ -851,7 +902,7 @@ impl<A: Clone + Default> QfqCore<A> {
     /// A non-empty group `gi`'s timestamps, eligibility and blocking against the
     /// paper's theorems.
     fn check_group_state(&self, gi: usize) {
-        let v = self.clock.now();
+        let v = self.folded_clock().now();
         let g = &self.groups[gi];
         if g.full == 0 {
             return;

@@ -260,6 +260,17 @@ impl VirtualClock {
         self.add((acc >> EXTRA_BITS) as u64);
     }
 
+    /// Advances `V` by `bytes / W`: the service of packets of `bytes` bytes in
+    /// all, exactly as [`VirtualClock::serve`] of each of them in turn would
+    /// (the remainder carries the same way), whatever their number.
+    pub fn serve_bytes(&mut self, bytes: u64) {
+        let acc = u128::from(bytes) * u128::from(self.inv_wsum) + u128::from(self.rem);
+        self.rem = (acc as u64) & ((1 << EXTRA_BITS) - 1);
+        let total = absolute(self.v, self.epoch) + (acc >> EXTRA_BITS);
+        self.v = total as u64;
+        self.epoch = (total >> 64) as u64;
+    }
+
     /// Moves `V` forward to `t` if `t` is ahead of it (a virtual-time jump).
     #[inline]
     pub fn advance_to(&mut self, t: u64) {
@@ -434,6 +445,33 @@ mod tests {
         let exact = 1000u128 << FRAC_BITS;
         let got = absolute(c.now(), c.epoch());
         assert!(got <= exact && exact - got <= 2, "{got} vs {exact}");
+    }
+
+    #[test]
+    fn serving_bytes_at_once_equals_serving_each_packet() {
+        for wsum in [1u32, 3, 1000, 65_536] {
+            let (mut each, mut once) = (VirtualClock::new(), VirtualClock::new());
+            each.add_weight(0, wsum).unwrap();
+            once.add_weight(0, wsum).unwrap();
+            let mut batch = 0u64;
+            // Lengths up to 64 KiB, past several wraps when W = 1.
+            for i in 0..5000u32 {
+                let len = 1 + i.wrapping_mul(2_654_435_761) % 65_536;
+                each.serve(len);
+                batch += u64::from(len);
+                if i % 7 == 0 {
+                    once.serve_bytes(batch);
+                    batch = 0;
+                    assert_eq!((once.now(), once.epoch()), (each.now(), each.epoch()));
+                }
+            }
+            once.serve_bytes(batch);
+            assert_eq!(
+                (once.now(), once.epoch(), once.rem),
+                (each.now(), each.epoch(), each.rem),
+                "W = {wsum}"
+            );
+        }
     }
 
     #[test]
