@@ -423,6 +423,9 @@ mod tests {
         assert_eq!(stime_ticks(stat), Some(13));
         assert_eq!(stime_ticks("garbage"), None);
         let own = process_kernel_ns(std::process::id());
-        assert!(own < 3_600 * 1_000_000_000, "system time of this test: {own} ns");
+        assert!(
+            own < 3_600 * 1_000_000_000,
+            "system time of this test: {own} ns"
+        );
     }
 }
