@@ -14,6 +14,11 @@ use crate::topology::{NodeKind, Topology, TopologyError, NOT_A_HOST};
 /// Longest path supported, in hops (ports crossed).
 pub const MAX_HOPS: usize = 12;
 
+/// Largest routing tables built, in bytes (as bounded by [`table_bytes`]):
+/// about 7,000 hosts on a leaf-spine of 16 hosts a leaf, or a `k = 24` fat
+/// tree (3,456 hosts).
+pub const MAX_TABLE_BYTES: u64 = 1 << 30;
+
 /// Next-hop candidates of every node towards every host.
 #[derive(Clone, Debug)]
 pub struct Routes {
@@ -23,6 +28,34 @@ pub struct Routes {
     ports: Vec<u32>,
     /// Hop count between hosts, `src * hosts + dst`.
     hops: Vec<u8>,
+}
+
+/// The bytes of the routing tables of a topology with `nodes` nodes (hosts
+/// included), `hosts` hosts and `ports` ports, at most: a next-hop range per
+/// node and host, a hop count per host pair, and each port listed at most once
+/// per destination host.
+#[must_use]
+pub fn table_bytes(nodes: usize, hosts: usize, ports: usize) -> u64 {
+    let (n, h, p) = (nodes as u128, hosts as u128, ports as u128);
+    u64::try_from(h * (8 * n + h + 4 * p)).unwrap_or(u64::MAX)
+}
+
+/// Refuses a topology whose routing tables ([`table_bytes`]) would exceed
+/// [`MAX_TABLE_BYTES`], before anything is allocated for it.
+///
+/// # Errors
+/// [`TopologyError::TooLarge`] with the estimate.
+pub fn check_size(nodes: usize, hosts: usize, ports: usize) -> Result<(), TopologyError> {
+    let bytes = table_bytes(nodes, hosts, ports);
+    if bytes > MAX_TABLE_BYTES {
+        return Err(TopologyError::TooLarge {
+            hosts,
+            nodes,
+            bytes: crate::report::human_bytes(bytes),
+            max: crate::report::human_bytes(MAX_TABLE_BYTES),
+        });
+    }
+    Ok(())
 }
 
 /// A 64-bit finalizer (SplitMix64): spreads flow keys over ECMP candidates.
@@ -39,12 +72,13 @@ impl Routes {
     /// Computes the table for `topo`.
     ///
     /// # Errors
-    /// A host pair without a path (possible only for hand-made topologies whose
-    /// hosts are joined through another host), or a path longer than
-    /// [`MAX_HOPS`].
+    /// Tables above [`MAX_TABLE_BYTES`] ([`check_size`]), a host pair without a
+    /// path (possible only for hand-made topologies whose hosts are joined
+    /// through another host), or a path longer than [`MAX_HOPS`].
     pub fn new(topo: &Topology) -> Result<Routes, TopologyError> {
         let n = topo.nodes().len();
         let hosts = topo.hosts().len();
+        check_size(n, hosts, topo.ports().len())?;
         let mut next = vec![(0u32, 0u32); n * hosts];
         let mut ports = Vec::new();
         let mut hops = vec![0u8; hosts * hosts];

@@ -104,6 +104,20 @@ pub enum TopologyError {
         /// A node it cannot reach.
         b: String,
     },
+    /// Routing tables too large to build.
+    #[error(
+        "{hosts} hosts and {nodes} nodes need about {bytes} of routing tables, above the {max} supported: use fewer hosts"
+    )]
+    TooLarge {
+        /// Hosts.
+        hosts: usize,
+        /// Nodes (hosts and switches).
+        nodes: usize,
+        /// The tables' size, formatted.
+        bytes: String,
+        /// The limit, formatted.
+        max: String,
+    },
     /// A path longer than the simulator supports.
     #[error("the path from `{a}` to `{b}` has {hops} hops, more than the {max} supported")]
     TooLong {

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use eiffel_netsim::routing;
 use eiffel_netsim::scenario::{Scenario, ScenarioError};
 use eiffel_netsim::sweep::{self, SweepError, SweepOptions};
 
@@ -248,6 +249,44 @@ policy = "fifo"
         e.contains("key `topology.link[1].ends`") && e.contains("`u` is not a node"),
         "{e}"
     );
+}
+
+#[test]
+fn topologies_too_large_to_route_are_refused_before_they_are_built() {
+    let fig15 = std::fs::read_to_string(examples().join("eiffel-fig15.toml")).unwrap();
+    let huge = fig15
+        .replace("leaves = 9", "leaves = 4096")
+        .replace("hosts_per_leaf = 16", "hosts_per_leaf = 4096");
+    assert_ne!(huge, fig15);
+    let started = std::time::Instant::now();
+    let e = Scenario::parse(&huge, "huge.toml", &examples())
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("huge.toml:"), "{e}");
+    assert!(
+        e.contains("key `topology`")
+            && e.contains("16777216 hosts")
+            && e.contains("routing tables"),
+        "{e}"
+    );
+    println!("{e} ({:?})", started.elapsed());
+    let link = "{ rate = \"1Gbit\", delay = \"1us\" }";
+    for text in [
+        format!(
+            "[topology]\nkind = \"fat-tree\"\nk = 64\nhost_link = {link}\n\
+             edge_link = {link}\ncore_link = {link}\n"
+        ),
+        format!(
+            "[topology]\nkind = \"dumbbell\"\nsenders = 65536\nreceivers = 65536\n\
+             access_link = {link}\nbottleneck = {link}\n"
+        ),
+    ] {
+        let e = Scenario::parse(&text, "big.toml", &examples())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("routing tables"), "{text}: {e}");
+    }
+    assert!(routing::table_bytes(144 + 13, 144, 2 * (144 + 36)) < routing::MAX_TABLE_BYTES);
 }
 
 #[test]

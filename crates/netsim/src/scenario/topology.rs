@@ -17,6 +17,7 @@ use toml::Spanned;
 
 use super::file::{LinkFile, TopologyFile};
 use super::Ctx;
+use crate::routing::check_size;
 use crate::setup::LinkExtras;
 use crate::time::{Duration, Rate};
 use crate::topology::{LinkParams, NodeKind, Topology, TopologyBuilder, TopologyError};
@@ -199,6 +200,13 @@ fn builtin(ctx: &Ctx<'_>, f: &TopologyFile) -> Result<(Topology, f64, f64), Poli
             let leaves = count(ctx, &f.leaves, kind, "leaves", 1, 4096)?;
             let spines = count(ctx, &f.spines, kind, "spines", 1, 4096)?;
             let per = count(ctx, &f.hosts_per_leaf, kind, "hosts_per_leaf", 1, 4096)?;
+            let hosts = leaves * per;
+            check_size(
+                hosts + leaves + spines,
+                hosts,
+                2 * (hosts + leaves * spines),
+            )
+            .map_err(topo_err)?;
             let t = Topology::leaf_spine(leaves, spines, per, host, fabric).map_err(topo_err)?;
             Ok((t, hl, fl))
         }
@@ -211,7 +219,14 @@ fn builtin(ctx: &Ctx<'_>, f: &TopologyFile) -> Result<(Topology, f64, f64), Poli
             if kv % 2 != 0 {
                 return ctx.err(k.span(), "topology.k", "a fat tree's k is even");
             }
-            let t = Topology::fat_tree(kv as usize, host, edge, core).map_err(topo_err)?;
+            let k = kv as usize;
+            check_size(
+                k * k * k / 4 + 5 * k * k / 4,
+                k * k * k / 4,
+                3 * k * k * k / 2,
+            )
+            .map_err(topo_err)?;
+            let t = Topology::fat_tree(k, host, edge, core).map_err(topo_err)?;
             Ok((t, 0.0, 0.0))
         }
         "dumbbell" => {
@@ -219,6 +234,8 @@ fn builtin(ctx: &Ctx<'_>, f: &TopologyFile) -> Result<(Topology, f64, f64), Poli
             let (neck, nl) = req_link(ctx, &f.bottleneck, kind, "bottleneck")?;
             let senders = count(ctx, &f.senders, kind, "senders", 1, 1 << 16)?;
             let receivers = count(ctx, &f.receivers, kind, "receivers", 1, 1 << 16)?;
+            let hosts = senders + receivers;
+            check_size(hosts + 2, hosts, 2 * (hosts + 1)).map_err(topo_err)?;
             let t = Topology::dumbbell(senders, receivers, access, neck).map_err(topo_err)?;
             Ok((t, al, nl))
         }
@@ -234,6 +251,8 @@ fn builtin(ctx: &Ctx<'_>, f: &TopologyFile) -> Result<(Topology, f64, f64), Poli
                 1,
                 1 << 16,
             )?;
+            let hosts = routers * per;
+            check_size(hosts + routers, hosts, 2 * (hosts + routers)).map_err(topo_err)?;
             let t = Topology::parking_lot(routers, per, access, core).map_err(topo_err)?;
             Ok((t, 0.0, 0.0))
         }
