@@ -40,20 +40,40 @@ impl PortClock {
     }
 
     /// Nanoseconds since the start: the wall clock or the bytes sent at the
-    /// port's rate, whichever is ahead.
+    /// port's rate, whichever is ahead. A wall clock more than [`MAX_LAG`]
+    /// ahead of the bytes sent means the process did not run (descheduled, or
+    /// its memory being rebuilt on huge pages), not that an overloaded port sat
+    /// idle: that time is skipped. Otherwise the rate limits would pace the
+    /// rest of the run in real time at the port's rate, and the benchmark would
+    /// time the port, not the scheduler.
     #[inline]
-    pub fn now(&self) -> Nanos {
-        self.now_at(self.start.elapsed())
+    pub fn now(&mut self) -> Nanos {
+        let elapsed = self.start.elapsed();
+        let sent = self.sent_ns();
+        if elapsed.as_nanos() > u128::from(sent + MAX_LAG.as_nanos() as u64) {
+            self.start += elapsed - Duration::from_nanos(sent);
+            return sent;
+        }
+        self.now_at(elapsed)
+    }
+
+    /// The bytes sent, as nanoseconds at the port's rate.
+    #[inline]
+    fn sent_ns(&self) -> Nanos {
+        (u128::from(self.bytes) * 1_000_000_000 / u128::from(self.bytes_per_sec)) as u64
     }
 
     /// The same with `elapsed` (a virtual clock's) in place of the wall
     /// clock's time since the start.
     #[inline]
     pub fn now_at(&self, elapsed: Duration) -> Nanos {
-        let sent = (u128::from(self.bytes) * 1_000_000_000 / u128::from(self.bytes_per_sec)) as u64;
-        (elapsed.as_nanos() as u64).max(sent)
+        (elapsed.as_nanos() as u64).max(self.sent_ns())
     }
 }
+
+/// How far the wall clock may run ahead of the bytes sent before
+/// [`PortClock::now`] counts the gap as time the process did not run.
+pub const MAX_LAG: Duration = Duration::from_millis(1);
 
 /// The tree of a hierarchy and the leaf of every queue.
 struct Port {
@@ -183,4 +203,20 @@ pub fn shares(h: &Hierarchy, window: Window) -> Result<Served, BenchError> {
     }
     port.tree.check_invariants();
     Ok(served)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pause_of_the_process_is_not_port_time() {
+        let mut clock = PortClock::new(1_000_000_000);
+        std::thread::sleep(MAX_LAG * 5);
+        assert_eq!(clock.now(), 0, "the pause is skipped");
+        clock.sent(2_000_000);
+        let now = clock.now();
+        assert!((2_000_000..2_000_000 + 1_000_000).contains(&now), "{now}");
+        assert_eq!(clock.now_at(Duration::from_secs(1)), 1_000_000_000);
+    }
 }
