@@ -13,19 +13,9 @@
 
 use eiffel_bench::clock::CpuInstant;
 use eiffel_bench::sched::workload::{Generator, Ring, Sched, Target};
-use eiffel_sched::{Drr, FlowConfig, FlowScheduler, PacketCore, PerFlow, Qfq};
+use eiffel_sched::{Drr, Qfq};
 
 const CHUNKS: u64 = 7;
-
-fn configured<C: PacketCore>(
-    mut s: PerFlow<C>,
-    flows: u32,
-) -> Result<Sched<PerFlow<C>>, Box<dyn std::error::Error>> {
-    for f in 0..flows {
-        s.add_flow(f, FlowConfig::weight(1).max_packet(1500).quantum(1500))?;
-    }
-    Ok(Sched(s))
-}
 
 #[inline(never)]
 fn enqueue_phase<T: Target>(t: &mut T, g: &mut Generator, burst: u64) {
@@ -82,9 +72,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let cap = 20 * flows as usize + 16;
     let (enq, deq) = match name.as_str() {
         "none" => run(Ring::new(cap), flows, pairs),
-        "drr" => run(configured(Drr::new(flows, cap)?, flows)?, flows, pairs),
+        "drr" => run(
+            Sched::equal_flows(Drr::new(flows, cap)?, flows)?,
+            flows,
+            pairs,
+        ),
         "qfq" => run(
-            configured(Qfq::with_max_packet(flows, cap, 1500)?, flows)?,
+            Sched::equal_flows(Qfq::with_max_packet(flows, cap, 1500)?, flows)?,
             flows,
             pairs,
         ),

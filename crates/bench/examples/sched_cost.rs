@@ -13,17 +13,7 @@
 //! the difference of the pairs is the cost of one pair, construction excluded.
 
 use eiffel_bench::sched::workload::{drive, fill, Generator, Load, Ring, Sched, Target};
-use eiffel_sched::{Drr, Fifo, FlowConfig, FlowScheduler, PacketCore, PerFlow, Qfq, Wf2qPlus};
-
-fn configured<C: PacketCore>(
-    mut s: PerFlow<C>,
-    flows: u32,
-) -> Result<Sched<PerFlow<C>>, Box<dyn std::error::Error>> {
-    for f in 0..flows {
-        s.add_flow(f, FlowConfig::weight(1).max_packet(1500).quantum(1500))?;
-    }
-    Ok(Sched(s))
-}
+use eiffel_sched::{Drr, Fifo, Qfq, Wf2qPlus};
 
 fn run<T: Target>(mut t: T, load: Load, flows: u32, pairs: u64) -> u64 {
     let n = u64::from(flows);
@@ -54,19 +44,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "none" => run(Ring::new(cap), load, flows, pairs),
         "fifo" => run(Sched(Fifo::new(cap)), load, flows, pairs),
         "drr" => run(
-            configured(Drr::new(flows, cap)?, flows)?,
+            Sched::equal_flows(Drr::new(flows, cap)?, flows)?,
             load,
             flows,
             pairs,
         ),
         "qfq" => run(
-            configured(Qfq::with_max_packet(flows, cap, 1500)?, flows)?,
+            Sched::equal_flows(Qfq::with_max_packet(flows, cap, 1500)?, flows)?,
             load,
             flows,
             pairs,
         ),
         "wf2q+" => run(
-            configured(Wf2qPlus::new(flows, cap)?, flows)?,
+            Sched::equal_flows(Wf2qPlus::new(flows, cap)?, flows)?,
             load,
             flows,
             pairs,

@@ -180,6 +180,29 @@ impl Target for Ring {
 #[derive(Debug)]
 pub struct Sched<S>(pub S);
 
+impl<C: eiffel_sched::PacketCore> Sched<eiffel_sched::PerFlow<C>> {
+    /// `s` with flows `0..flows`, each of weight 1, 1500-byte packets at most
+    /// and a 1500-byte quantum.
+    ///
+    /// # Errors
+    /// A flow the scheduler refuses (more flows than it was made for).
+    pub fn equal_flows(
+        mut s: eiffel_sched::PerFlow<C>,
+        flows: u32,
+    ) -> Result<Self, eiffel_sched::ConfigError> {
+        use eiffel_sched::FlowScheduler;
+        for f in 0..flows {
+            s.add_flow(
+                f,
+                eiffel_sched::FlowConfig::weight(1)
+                    .max_packet(1500)
+                    .quantum(1500),
+            )?;
+        }
+        Ok(Sched(s))
+    }
+}
+
 impl<S: Scheduler> Target for Sched<S> {
     #[inline(always)]
     fn push(&mut self, pkt: Packet) {
