@@ -414,11 +414,17 @@ fn arbiter_sleeps_until_the_next_departure_or_arrival_without_polling() {
     assert_eq!(idle.sleeps, before.sleeps, "{before:?} -> {idle:?}");
     assert_eq!(idle.timer_wakeups, before.timer_wakeups);
 
-    // Shaped: 10 packets at once, released one per 5 ms.
+    // Shaped: 10 packets at once (one batch: one arrival for the arbiter,
+    // however the client thread is scheduled), released one per 5 ms.
     const N: usize = 10;
-    for seq in 0..N as u32 {
-        send_retrying(&mut client, Packet::new(0, 1500).buffer(seq));
-    }
+    let batch: Vec<Packet> = (0..N as u32)
+        .map(|seq| Packet::new(0, 1500).buffer(seq))
+        .collect();
+    assert_eq!(
+        client.send_batch(&batch).unwrap(),
+        N,
+        "the mailbox holds 10"
+    );
     let deadline = Instant::now() + Duration::from_secs(5);
     while times.lock().unwrap().len() < N && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
