@@ -1,13 +1,21 @@
 //! Shortest-path routing with ECMP by flow hash.
 //!
-//! For every node and destination host the table lists the output ports on a
-//! shortest path (hop count); hosts never forward. A packet picks among them by
-//! a hash of its flow, its direction and the switch, so a flow keeps one path
-//! (no reordering) and flows spread over equal-cost paths (ECMP). The table is
-//! computed once per topology by a breadth-first search from every host.
+//! Hosts never forward, and every host has one link. Hosts that hang off the
+//! same switch are reached the same way up to that switch, so the table keeps
+//! one column per *destination group*: the hosts of one switch (the switch is
+//! the group's anchor), or a single host linked straight to another host (the
+//! host is its own anchor). For every node and group the table lists the output
+//! ports on a shortest path (hop count) towards the anchor; at the anchor the
+//! packet leaves by the port of its destination host. A packet picks among the
+//! candidates by a hash of its flow, its direction and the switch, so a flow
+//! keeps one path (no reordering) and flows spread over equal-cost paths
+//! (ECMP). The table is computed once per topology by a breadth-first search
+//! from every anchor.
 //!
-//! Memory: one `(offset, count)` per node and destination host plus the port
-//! lists; 26,624 entries for a k = 8 fat tree.
+//! Memory: one `(offset, count)` per node and group, the port lists, a hop
+//! count per host and group and one entry per host: 6,656 ranges for a k = 8
+//! fat tree (208 nodes, 32 edge switches), 525,136 for a leaf-spine of 5,612
+//! hosts under 92 leaves.
 
 use crate::topology::{NodeKind, Topology, TopologyError, NOT_A_HOST};
 
@@ -15,29 +23,45 @@ use crate::topology::{NodeKind, Topology, TopologyError, NOT_A_HOST};
 pub const MAX_HOPS: usize = 12;
 
 /// Largest routing tables built, in bytes (as bounded by [`table_bytes`]):
-/// about 7,000 hosts on a leaf-spine of 16 hosts a leaf, or a `k = 24` fat
-/// tree (3,456 hosts).
+/// about 29,000 hosts on a leaf-spine of 16 hosts a leaf, or a `k = 40` fat
+/// tree (16,000 hosts).
 pub const MAX_TABLE_BYTES: u64 = 1 << 30;
+
+/// Marks a group whose anchor is its host (no last port).
+const NO_PORT: u32 = u32::MAX;
+
+/// Where a destination host sits in the table.
+#[derive(Clone, Copy, Debug)]
+struct Dest {
+    /// Its group (column).
+    group: u32,
+    /// The port from the group's anchor switch to the host, or [`NO_PORT`].
+    last: u32,
+}
 
 /// Next-hop candidates of every node towards every host.
 #[derive(Clone, Debug)]
 pub struct Routes {
-    hosts: usize,
-    /// `(offset, count)` into `ports`, indexed by `node * hosts + dst_host`.
+    groups: usize,
+    /// Per destination host.
+    dest: Vec<Dest>,
+    /// `(offset, count)` into `ports`, indexed by `node * groups + group`; a
+    /// count of 0 at the group's anchor switch.
     next: Vec<(u32, u32)>,
     ports: Vec<u32>,
-    /// Hop count between hosts, `src * hosts + dst`.
-    hops: Vec<u8>,
+    /// Hops from each host to each group's anchor, `host * groups + group`.
+    dist: Vec<u8>,
 }
 
 /// The bytes of the routing tables of a topology with `nodes` nodes (hosts
-/// included), `hosts` hosts and `ports` ports, at most: a next-hop range per
-/// node and host, a hop count per host pair, and each port listed at most once
-/// per destination host.
+/// included), `hosts` hosts, `ports` ports and `groups` destination groups
+/// (switches with hosts, plus hosts linked to a host), at most: a next-hop
+/// range per node and group, a hop count per host and group, each port listed
+/// at most once per group, and an entry per host.
 #[must_use]
-pub fn table_bytes(nodes: usize, hosts: usize, ports: usize) -> u64 {
-    let (n, h, p) = (nodes as u128, hosts as u128, ports as u128);
-    u64::try_from(h * (8 * n + h + 4 * p)).unwrap_or(u64::MAX)
+pub fn table_bytes(nodes: usize, hosts: usize, ports: usize, groups: usize) -> u64 {
+    let (n, h, p, g) = (nodes as u128, hosts as u128, ports as u128, groups as u128);
+    u64::try_from(g * (8 * n + h + 4 * p) + 8 * h).unwrap_or(u64::MAX)
 }
 
 /// Refuses a topology whose routing tables ([`table_bytes`]) would exceed
@@ -45,8 +69,13 @@ pub fn table_bytes(nodes: usize, hosts: usize, ports: usize) -> u64 {
 ///
 /// # Errors
 /// [`TopologyError::TooLarge`] with the estimate.
-pub fn check_size(nodes: usize, hosts: usize, ports: usize) -> Result<(), TopologyError> {
-    let bytes = table_bytes(nodes, hosts, ports);
+pub fn check_size(
+    nodes: usize,
+    hosts: usize,
+    ports: usize,
+    groups: usize,
+) -> Result<(), TopologyError> {
+    let bytes = table_bytes(nodes, hosts, ports, groups);
     if bytes > MAX_TABLE_BYTES {
         return Err(TopologyError::TooLarge {
             hosts,
@@ -68,6 +97,43 @@ pub fn mix64(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
+/// Destination groups: each host's group and last port, and each group's
+/// anchor node with its member hosts.
+struct Groups {
+    dest: Vec<Dest>,
+    anchors: Vec<u32>,
+    members: Vec<Vec<u32>>,
+}
+
+impl Groups {
+    fn of(topo: &Topology) -> Groups {
+        let mut by_node = vec![u32::MAX; topo.nodes().len()];
+        let mut g = Groups {
+            dest: Vec::with_capacity(topo.hosts().len()),
+            anchors: Vec::new(),
+            members: Vec::new(),
+        };
+        for (h, &node) in topo.hosts().iter().enumerate() {
+            let uplink = topo.host_port(h as u32);
+            let switch = topo.ports()[uplink as usize].to;
+            let (anchor, last) = if topo.host_index(switch) == NOT_A_HOST {
+                (switch, topo.twin(uplink))
+            } else {
+                (node, NO_PORT)
+            };
+            if by_node[anchor as usize] == u32::MAX {
+                by_node[anchor as usize] = g.anchors.len() as u32;
+                g.anchors.push(anchor);
+                g.members.push(Vec::new());
+            }
+            let group = by_node[anchor as usize];
+            g.members[group as usize].push(h as u32);
+            g.dest.push(Dest { group, last });
+        }
+        g
+    }
+}
+
 impl Routes {
     /// Computes the table for `topo`.
     ///
@@ -78,56 +144,66 @@ impl Routes {
     pub fn new(topo: &Topology) -> Result<Routes, TopologyError> {
         let n = topo.nodes().len();
         let hosts = topo.hosts().len();
-        check_size(n, hosts, topo.ports().len())?;
-        let mut next = vec![(0u32, 0u32); n * hosts];
-        let mut ports = Vec::new();
-        let mut hops = vec![0u8; hosts * hosts];
+        let g = Groups::of(topo);
+        let groups = g.anchors.len();
+        check_size(n, hosts, topo.ports().len(), groups)?;
+        let mut r = Routes {
+            groups,
+            dest: g.dest,
+            next: vec![(0, 0); n * groups],
+            ports: Vec::new(),
+            dist: vec![0; hosts * groups],
+        };
         let mut dist = vec![u32::MAX; n];
         let mut queue = Vec::with_capacity(n);
-        for (d, &dst) in topo.hosts().iter().enumerate() {
-            bfs(topo, dst, &mut dist, &mut queue);
-            for (u, node) in topo.nodes().iter().enumerate() {
-                if dist[u] == u32::MAX || dist[u] == 0 {
-                    continue;
-                }
-                let start = ports.len() as u32;
-                for &p in &node.ports {
-                    let to = topo.ports()[p as usize].to;
-                    if dist[to as usize] == dist[u] - 1 {
-                        ports.push(p);
-                    }
-                }
-                next[u * hosts + d] = (start, ports.len() as u32 - start);
-            }
+        for (group, &anchor) in g.anchors.iter().enumerate() {
+            bfs(topo, anchor, &mut dist, &mut queue);
+            r.fill_column(topo, group, anchor, &dist);
+            let extra = u32::from(topo.host_index(anchor) == NOT_A_HOST);
             for (s, &src) in topo.hosts().iter().enumerate() {
-                if s == d {
+                let members = &g.members[group];
+                let Some(&dst) = members.iter().find(|&&d| d != s as u32) else {
                     continue;
-                }
-                let h = dist[src as usize];
-                let name = |i: u32| topo.nodes()[i as usize].name.clone();
-                if h == u32::MAX {
+                };
+                let hops = dist[src as usize].saturating_add(extra);
+                let name = |h: u32| topo.nodes()[topo.hosts()[h as usize] as usize].name.clone();
+                if dist[src as usize] == u32::MAX {
                     return Err(TopologyError::Disconnected {
-                        a: name(src),
+                        a: name(s as u32),
                         b: name(dst),
                     });
                 }
-                if h as usize > MAX_HOPS {
+                if hops as usize > MAX_HOPS {
                     return Err(TopologyError::TooLong {
-                        a: name(src),
+                        a: name(s as u32),
                         b: name(dst),
-                        hops: h as usize,
+                        hops: hops as usize,
                         max: MAX_HOPS,
                     });
                 }
-                hops[s * hosts + d] = h as u8;
+                r.dist[s * groups + group] = hops as u8;
             }
         }
-        Ok(Routes {
-            hosts,
-            next,
-            ports,
-            hops,
-        })
+        Ok(r)
+    }
+
+    /// Every node's candidate ports towards `anchor`, whose distances are
+    /// `dist`: the ports to a switch (or to the anchor) one hop nearer.
+    fn fill_column(&mut self, topo: &Topology, group: usize, anchor: u32, dist: &[u32]) {
+        for (u, node) in topo.nodes().iter().enumerate() {
+            if dist[u] == u32::MAX || dist[u] == 0 {
+                continue;
+            }
+            let start = self.ports.len() as u32;
+            for &p in &node.ports {
+                let to = topo.ports()[p as usize].to;
+                let forwards = to == anchor || topo.host_index(to) == NOT_A_HOST;
+                if forwards && dist[to as usize] == dist[u] - 1 {
+                    self.ports.push(p);
+                }
+            }
+            self.next[u * self.groups + group] = (start, self.ports.len() as u32 - start);
+        }
     }
 
     /// The output port at `node` towards host `dst` for a packet whose flow hash
@@ -135,12 +211,18 @@ impl Routes {
     #[inline]
     #[must_use]
     pub fn next_port(&self, node: u32, dst: u32, hash: u64) -> u32 {
-        let (off, cnt) = self.next[node as usize * self.hosts + dst as usize];
-        debug_assert!(cnt > 0, "no route from node {node} to host {dst}");
-        let pick = if cnt == 1 {
-            0
-        } else {
-            (mix64(hash ^ u64::from(node).wrapping_mul(0x100_0000_01B3)) % u64::from(cnt)) as u32
+        let d = self.dest[dst as usize];
+        let (off, cnt) = self.next[node as usize * self.groups + d.group as usize];
+        let pick = match cnt {
+            0 => {
+                debug_assert!(d.last != NO_PORT, "no route from node {node} to host {dst}");
+                return d.last;
+            }
+            1 => 0,
+            _ => {
+                (mix64(hash ^ u64::from(node).wrapping_mul(0x100_0000_01B3)) % u64::from(cnt))
+                    as u32
+            }
         };
         self.ports[(off + pick) as usize]
     }
@@ -148,7 +230,11 @@ impl Routes {
     /// Ports crossed from host `src` to host `dst`.
     #[must_use]
     pub fn hops(&self, src: u32, dst: u32) -> usize {
-        usize::from(self.hops[src as usize * self.hosts + dst as usize])
+        if src == dst {
+            return 0;
+        }
+        let group = self.dest[dst as usize].group as usize;
+        usize::from(self.dist[src as usize * self.groups + group])
     }
 
     /// The ports a packet of flow hash `hash` crosses from host `src` to `dst`.
@@ -169,7 +255,7 @@ impl Routes {
     /// Bytes of memory the table takes.
     #[must_use]
     pub fn memory(&self) -> usize {
-        self.next.len() * 8 + self.ports.len() * 4 + self.hops.len()
+        self.next.len() * 8 + self.ports.len() * 4 + self.dist.len() + self.dest.len() * 8
     }
 }
 
@@ -232,6 +318,88 @@ mod tests {
         assert_eq!(r.hops(0, 1), 2); // same edge
         assert_eq!(r.hops(0, 4), 4); // same pod
         assert_eq!(r.hops(0, 127), 6); // across the core
+    }
+
+    /// Every node's candidates towards every host, by a search from the host
+    /// itself (the table's definition, without destination groups).
+    fn candidates_by_host(t: &Topology) -> Vec<Vec<Vec<u32>>> {
+        let mut dist = vec![u32::MAX; t.nodes().len()];
+        let mut queue = Vec::new();
+        let mut out = Vec::new();
+        for &dst in t.hosts() {
+            bfs(t, dst, &mut dist, &mut queue);
+            let per_node = (0..t.nodes().len())
+                .map(|u| {
+                    let ports = &t.nodes()[u].ports;
+                    let near = |p: &&u32| {
+                        let to = t.ports()[**p as usize].to;
+                        dist[u] != u32::MAX
+                            && dist[u] > 0
+                            && (to == dst || t.host_index(to) == NOT_A_HOST)
+                            && dist[to as usize] == dist[u] - 1
+                    };
+                    ports.iter().filter(near).copied().collect()
+                })
+                .collect();
+            out.push(per_node);
+        }
+        out
+    }
+
+    #[test]
+    fn grouped_tables_give_every_host_its_shortest_paths() {
+        for t in [
+            Topology::leaf_spine(5, 3, 4, p(10), p(40)).unwrap(),
+            Topology::fat_tree(4, p(10), p(10), p(10)).unwrap(),
+            Topology::parking_lot(4, 3, p(1), p(1)).unwrap(),
+            Topology::dumbbell(3, 2, p(1), p(1)).unwrap(),
+        ] {
+            let r = Routes::new(&t).unwrap();
+            let want = candidates_by_host(&t);
+            for (d, per_node) in want.iter().enumerate() {
+                for (u, ports) in per_node.iter().enumerate() {
+                    if t.host_index(u as u32) != NOT_A_HOST || ports.is_empty() {
+                        continue;
+                    }
+                    let got: std::collections::BTreeSet<u32> = (0..256u64)
+                        .map(|h| r.next_port(u as u32, d as u32, mix64(h)))
+                        .collect();
+                    let want: std::collections::BTreeSet<u32> = ports.iter().copied().collect();
+                    assert_eq!(got, want, "node {u} towards host {d}");
+                }
+            }
+            for s in 0..t.hosts().len() as u32 {
+                for d in 0..t.hosts().len() as u32 {
+                    let path = r.path(&t, s, d, mix64(u64::from(s * 31 + d)));
+                    let end = t.ports()[*path.last().unwrap() as usize].to;
+                    if s != d {
+                        assert_eq!(end, t.hosts()[d as usize], "{s} -> {d}");
+                        assert_eq!(path.len(), r.hops(s, d), "{s} -> {d}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn twin_ports_run_the_other_way() {
+        let t = Topology::fat_tree(4, p(10), p(10), p(10)).unwrap();
+        for (i, port) in t.ports().iter().enumerate() {
+            let back = &t.ports()[t.twin(i as u32) as usize];
+            assert_eq!((back.from, back.to), (port.to, port.from));
+        }
+    }
+
+    #[test]
+    fn hosts_linked_to_a_host_are_their_own_group() {
+        let mut b = TopologyBuilder::new();
+        b.node("a", NodeKind::Host).unwrap();
+        b.node("b", NodeKind::Host).unwrap();
+        b.link_names("a", "b", p(1)).unwrap();
+        let t = b.finish().unwrap();
+        let r = Routes::new(&t).unwrap();
+        assert_eq!((r.hops(0, 1), r.hops(1, 0)), (1, 1));
+        assert_eq!(r.path(&t, 0, 1, 7), vec![t.host_port(0)]);
     }
 
     #[test]

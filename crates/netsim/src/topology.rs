@@ -290,6 +290,14 @@ impl Topology {
         self.host_index[n as usize]
     }
 
+    /// The port in the opposite direction of `port`: links are full duplex and
+    /// their two directions are numbered `2i` and `2i + 1`.
+    #[must_use]
+    #[inline]
+    pub fn twin(&self, port: u32) -> u32 {
+        port ^ 1
+    }
+
     /// The NIC port of host number `h`.
     #[must_use]
     #[inline]

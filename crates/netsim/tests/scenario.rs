@@ -277,8 +277,8 @@ fn topologies_too_large_to_route_are_refused_before_they_are_built() {
              edge_link = {link}\ncore_link = {link}\n"
         ),
         format!(
-            "[topology]\nkind = \"dumbbell\"\nsenders = 65536\nreceivers = 65536\n\
-             access_link = {link}\nbottleneck = {link}\n"
+            "[topology]\nkind = \"parking-lot\"\nrouters = 1024\nhosts_per_router = 65536\n\
+             access_link = {link}\nrouter_link = {link}\n"
         ),
     ] {
         let e = Scenario::parse(&text, "big.toml", &examples())
@@ -286,7 +286,7 @@ fn topologies_too_large_to_route_are_refused_before_they_are_built() {
             .to_string();
         assert!(e.contains("routing tables"), "{text}: {e}");
     }
-    assert!(routing::table_bytes(144 + 13, 144, 2 * (144 + 36)) < routing::MAX_TABLE_BYTES);
+    assert!(routing::table_bytes(144 + 13, 144, 2 * (144 + 36), 9) < routing::MAX_TABLE_BYTES);
 }
 
 #[test]

@@ -205,6 +205,7 @@ fn builtin(ctx: &Ctx<'_>, f: &TopologyFile) -> Result<(Topology, f64, f64), Poli
                 hosts + leaves + spines,
                 hosts,
                 2 * (hosts + leaves * spines),
+                leaves,
             )
             .map_err(topo_err)?;
             let t = Topology::leaf_spine(leaves, spines, per, host, fabric).map_err(topo_err)?;
@@ -224,6 +225,7 @@ fn builtin(ctx: &Ctx<'_>, f: &TopologyFile) -> Result<(Topology, f64, f64), Poli
                 k * k * k / 4 + 5 * k * k / 4,
                 k * k * k / 4,
                 3 * k * k * k / 2,
+                k * k / 2,
             )
             .map_err(topo_err)?;
             let t = Topology::fat_tree(k, host, edge, core).map_err(topo_err)?;
@@ -235,7 +237,7 @@ fn builtin(ctx: &Ctx<'_>, f: &TopologyFile) -> Result<(Topology, f64, f64), Poli
             let senders = count(ctx, &f.senders, kind, "senders", 1, 1 << 16)?;
             let receivers = count(ctx, &f.receivers, kind, "receivers", 1, 1 << 16)?;
             let hosts = senders + receivers;
-            check_size(hosts + 2, hosts, 2 * (hosts + 1)).map_err(topo_err)?;
+            check_size(hosts + 2, hosts, 2 * (hosts + 1), 2).map_err(topo_err)?;
             let t = Topology::dumbbell(senders, receivers, access, neck).map_err(topo_err)?;
             Ok((t, al, nl))
         }
@@ -252,7 +254,7 @@ fn builtin(ctx: &Ctx<'_>, f: &TopologyFile) -> Result<(Topology, f64, f64), Poli
                 1 << 16,
             )?;
             let hosts = routers * per;
-            check_size(hosts + routers, hosts, 2 * (hosts + routers)).map_err(topo_err)?;
+            check_size(hosts + routers, hosts, 2 * (hosts + routers), routers).map_err(topo_err)?;
             let t = Topology::parking_lot(routers, per, access, core).map_err(topo_err)?;
             Ok((t, 0.0, 0.0))
         }
