@@ -276,20 +276,13 @@ impl RxBlocks {
         }
     }
 
-    /// The next received frame, or `None` when the kernel has handed over nothing
-    /// more. The frame borrows the ring: its block stays owned by user space until
-    /// the next call.
-    pub(crate) fn next_frame(&mut self) -> Option<Result<RawFrame<'_>, Corrupt>> {
-        if self.broken_chain {
-            self.broken_chain = false;
-            self.left = 0;
-            self.release_finished();
-            return Some(Err(Corrupt));
-        }
+    /// Makes sure a block with frames left is held: the current one, or the next
+    /// one the kernel has handed over (`None` when it has not).
+    fn hold_block(&mut self) -> Option<Result<(), Corrupt>> {
         loop {
             self.release_finished();
             if self.held {
-                break;
+                return Some(Ok(()));
             }
             let status = self.map.status(self.base() + BLOCK_STATUS)?;
             if status.load(Ordering::Acquire) & libc::TP_STATUS_USER == 0 {
@@ -303,18 +296,28 @@ impl RxBlocks {
                     self.map.read::<u32>(self.base() + BLOCK_FIRST),
                 )
             };
-            match header {
-                (Some(n), Some(first)) => {
-                    self.left = n;
-                    self.offset = first as usize;
-                }
-                _ => {
-                    self.release();
-                    return Some(Err(Corrupt));
-                }
-            }
+            let (Some(n), Some(first)) = header else {
+                self.release();
+                return Some(Err(Corrupt));
+            };
+            self.left = n;
+            self.offset = first as usize;
         }
+    }
 
+    /// The next received frame, or `None` when the kernel has handed over nothing
+    /// more. The frame borrows the ring: its block stays owned by user space until
+    /// the next call.
+    pub(crate) fn next_frame(&mut self) -> Option<Result<RawFrame<'_>, Corrupt>> {
+        if self.broken_chain {
+            self.broken_chain = false;
+            self.left = 0;
+            self.release_finished();
+            return Some(Err(Corrupt));
+        }
+        if let Err(e) = self.hold_block()? {
+            return Some(Err(e));
+        }
         let frame_at = self.offset;
         if frame_at
             .checked_add(size_of::<libc::tpacket3_hdr>())
