@@ -23,8 +23,8 @@ use crate::topology::{NodeKind, Topology, TopologyError, NOT_A_HOST};
 pub const MAX_HOPS: usize = 12;
 
 /// Largest routing tables built, in bytes (as bounded by [`table_bytes`]):
-/// about 29,000 hosts on a leaf-spine of 16 hosts a leaf, or a `k = 40` fat
-/// tree (16,000 hosts).
+/// about 29,000 hosts on a leaf-spine of 16 hosts a leaf, or a `k = 46` fat
+/// tree (24,334 hosts).
 pub const MAX_TABLE_BYTES: u64 = 1 << 30;
 
 /// Marks a group whose anchor is its host (no last port).
