@@ -58,9 +58,6 @@ pub(super) struct ArbiterParts<S, X> {
     pub(super) aggregate: Option<Aggregation>,
 }
 
-/// Packets read from a mailbox at a time.
-const READ_BATCH: usize = 64;
-
 /// Most packets read from one mailbox per round. A round that read a whole
 /// mailbox would free its slots only after scheduling all of it, so the client
 /// would wait for the arbiter and the arbiter for the client in turn; a bounded
@@ -70,7 +67,7 @@ const READ_BATCH: usize = 64;
 /// whole 254-packet mailbox gave +20-25% packets per second with aggregation and
 /// the same without; once released slots were published a step at a time, 64,
 /// 128 and 256 measured within the noise (21-24 M decisions/s per packet).
-const VISIT_MAX: usize = READ_BATCH;
+const VISIT_MAX: usize = 64;
 
 /// A run of one client's packets of one flow being aggregated.
 #[derive(Clone, Copy, Debug)]
@@ -107,8 +104,11 @@ pub(super) struct Arbiter<S, X> {
     idle_spin_ns: Nanos,
     round: u64,
     stats: LiveStats,
-    /// Scratch: packets read from a mailbox, `READ_BATCH` at most.
+    /// Scratch: packets read from a mailbox (with aggregation), `VISIT_MAX` at most.
     batch: Vec<Packet>,
+    /// Scratch: entries the scheduler dropped while a mailbox was read (one per
+    /// packet read at most), accounted after the read.
+    enqueue_drops: Vec<(Packet, DropReason)>,
     /// The run being aggregated, while a mailbox is read.
     open: Option<Run>,
     aggregate: Option<Aggregation>,
@@ -138,7 +138,8 @@ impl<S, X> Arbiter<S, X> {
             idle_spin_ns: parts.idle_spin.as_nanos() as Nanos,
             round: 0,
             stats: LiveStats::default(),
-            batch: Vec::with_capacity(READ_BATCH),
+            batch: Vec::with_capacity(VISIT_MAX),
+            enqueue_drops: Vec::with_capacity(VISIT_MAX),
             open: None,
             aggregate: parts.aggregate,
             aggregate_bytes: parts
@@ -153,8 +154,11 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         let clock = self.shared.clock;
         let mut next_round: Nanos = 0;
         let mut last_work = clock.now();
+        // The end of the last round, when the next one starts at once: one clock
+        // read per busy round rather than two.
+        let mut carried: Option<Nanos> = None;
         loop {
-            let now = clock.now();
+            let now = carried.take().unwrap_or_else(|| clock.now());
             if now < next_round {
                 spin_loop();
                 continue;
@@ -166,10 +170,11 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
                 self.run_command(command, now);
             }
             next_round = now + self.round_ns;
-            let moved = self.do_scan(now);
-            self.stats.busy_ns += clock.now().saturating_sub(now);
+            let (moved, end) = self.do_scan(now);
+            self.stats.busy_ns += end.saturating_sub(now);
             if moved || self.out.blocked() {
                 last_work = now;
+                carried = Some(end);
                 continue;
             }
             self.stats.empty_rounds += 1;
@@ -181,8 +186,9 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         }
     }
 
-    /// One round (Fig. 5). Returns whether anything moved.
-    fn do_scan(&mut self, now: Nanos) -> bool {
+    /// One round (Fig. 5). Returns whether anything moved, and the clock read
+    /// at its end (when its packets were handed on).
+    fn do_scan(&mut self, now: Nanos) -> (bool, Nanos) {
         self.round += 1;
         self.take_lists();
         let mut moved = false;
@@ -191,9 +197,12 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         }
         self.trim_active();
         moved |= self.release(now);
-        self.out.flush(&self.shared);
+        // The clock again, not the round's `now`: packets read after `now` was
+        // taken may be in the batch handed on.
+        let end = self.shared.clock.now();
+        self.out.flush(&self.shared, end);
         self.publish();
-        moved
+        (moved, end)
     }
 
     /// Moves new client-list entries into the active set; the newest entry of each
@@ -220,25 +229,19 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         }
     }
 
-    /// Reads the waiting packets of `client` into the scheduler, a batch at a
-    /// time, at most [`VISIT_MAX`].
+    /// Reads the waiting packets of `client` into the scheduler, at most
+    /// [`VISIT_MAX`].
     fn drain(&mut self, client: u32, now: Nanos) -> bool {
         self.stats.visits += 1;
-        let mut total = 0;
-        loop {
+        let total = if self.tags.aggregates() {
             self.batch.clear();
-            let n = self.consumers[client as usize].read_many(&mut self.batch, READ_BATCH);
-            total += n;
-            if self.tags.aggregates() {
-                self.admit_runs(client, now);
-            } else {
-                self.admit_each(client, now);
-            }
-            if n < READ_BATCH || total >= VISIT_MAX {
-                break;
-            }
-        }
-        self.close_run(now);
+            self.consumers[client as usize].read_many(&mut self.batch, VISIT_MAX);
+            self.admit_runs(client, now);
+            self.close_run(now);
+            self.batch.len()
+        } else {
+            self.admit_each(client, now)
+        };
         self.books[client as usize].report.received += total as u64;
         self.stats.received += total as u64;
         let mailbox = &self.consumers[client as usize];
@@ -250,13 +253,25 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         total > 0
     }
 
-    /// One scheduler entry per packet of the batch.
-    fn admit_each(&mut self, client: u32, now: Nanos) {
-        for i in 0..self.batch.len() {
-            let mut pkt = self.batch[i];
-            pkt.buffer = self.tags.insert(client, pkt.buffer);
-            self.enqueue(pkt, now);
+    /// One scheduler entry per packet, enqueued straight from the mailbox slot
+    /// (no copy in between: the slot's line is still arriving from the client's
+    /// core while the packets before it are scheduled). Returns how many.
+    fn admit_each(&mut self, client: u32, now: Nanos) -> usize {
+        let (tags, sched, drops) = (&mut self.tags, &mut self.sched, &mut self.enqueue_drops);
+        let n = self.consumers[client as usize].read_with(VISIT_MAX, |mut pkt| {
+            pkt.buffer = tags.insert(client, pkt.buffer);
+            if let Err(drop) = sched.enqueue(pkt, now) {
+                drops.push((drop.packet, drop.reason));
+            }
+        });
+        if !self.enqueue_drops.is_empty() {
+            let mut drops = core::mem::take(&mut self.enqueue_drops);
+            for (pkt, reason) in drops.drain(..) {
+                self.on_drop(pkt, reason);
+            }
+            self.enqueue_drops = drops;
         }
+        n
     }
 
     /// Decision aggregation (section 6.3.1): consecutive packets of one flow and
@@ -332,22 +347,24 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         deliver();
     }
 
-    /// The packets a scheduler entry stands for, with their own buffers, each
-    /// handed to `each` with its client; their tags are freed.
+    /// The packets a scheduler entry stands for, each handed to `each` with its
+    /// client and its own buffer, which the caller puts in place of the
+    /// descriptor's `buffer` (the tag) where it stores the descriptor: patching
+    /// a copy here and storing it whole would read the patch back before its
+    /// store completes (see [`Arbiter::admit_each`]). Their tags are freed.
     #[inline]
-    fn unchain(&mut self, entry: Packet, mut each: impl FnMut(&mut Self, u32, Packet)) {
+    fn unchain(&mut self, entry: Packet, mut each: impl FnMut(&mut Self, u32, Packet, u32)) {
         let mut tag = entry.buffer;
         let mut head = true;
         while tag != NIL {
-            let mut pkt = if self.tags.aggregates() {
+            let pkt = if self.tags.aggregates() {
                 self.tags.packet(tag)
             } else {
                 entry
             };
             let m = self.tags.remove(tag, head);
             head = false;
-            pkt.buffer = m.buffer;
-            each(self, m.client, pkt);
+            each(self, m.client, pkt, m.buffer);
             tag = m.next;
         }
     }
@@ -355,7 +372,8 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
     /// Accounts for an entry the scheduler dropped: frees the mailbox slot of
     /// each of its packets and hands them to the drop hook.
     fn on_drop(&mut self, entry: Packet, reason: DropReason) {
-        self.unchain(entry, |a, client, pkt| {
+        self.unchain(entry, |a, client, mut pkt, buffer| {
+            pkt.buffer = buffer;
             if let Some(hook) = &mut a.on_drop {
                 hook(pkt, reason);
             }
@@ -419,7 +437,7 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
             self.link.send(entry.len, now);
             self.stats.decisions += 1;
             let mut room = true;
-            self.unchain(entry, |a, client, pkt| {
+            self.unchain(entry, |a, client, pkt, buffer| {
                 let book = &mut a.books[client as usize];
                 if book.delivered_unreleased == 0 {
                     a.owed.push(client);
@@ -427,7 +445,7 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
                 book.delivered_unreleased += 1;
                 book.report.delivered += 1;
                 a.stats.released += 1;
-                room &= a.out.push(pkt, &a.shared);
+                room &= a.out.push(pkt, buffer, &a.shared);
             });
             if !room {
                 break;
@@ -537,10 +555,10 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
             };
         }
         while !self.out.retry_pending() {
-            self.out.flush(&self.shared);
+            self.out.flush(&self.shared, self.shared.clock.now());
             spin_loop();
         }
-        self.out.flush(&self.shared);
+        self.out.flush(&self.shared, self.shared.clock.now());
     }
 
     /// Delivers everything the scheduler holds, at the link rate.
@@ -549,7 +567,7 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         loop {
             let now = clock.now();
             self.release(now);
-            self.out.flush(&self.shared);
+            self.out.flush(&self.shared, clock.now());
             if self.sched.backlog().packets == 0 && !self.out.blocked() {
                 break;
             }
