@@ -80,6 +80,31 @@ struct Run {
     bytes: u64,
 }
 
+impl Run {
+    /// The scheduler entry standing for the run: its first packet, with the
+    /// run's length and the chain's tag.
+    fn entry(&self) -> Packet {
+        let mut pkt = self.first;
+        pkt.len = u32::try_from(self.bytes).unwrap_or(u32::MAX);
+        pkt.buffer = self.head;
+        pkt
+    }
+}
+
+/// Enqueues `pkt`; an entry the scheduler drops instead is noted in `drops`, to
+/// be accounted once the mailbox read is over.
+#[inline]
+fn submit<S: Scheduler>(
+    sched: &mut S,
+    drops: &mut Vec<(Packet, DropReason)>,
+    pkt: Packet,
+    now: Nanos,
+) {
+    if let Err(drop) = sched.enqueue(pkt, now) {
+        drops.push((drop.packet, drop.reason));
+    }
+}
+
 pub(super) struct Arbiter<S, X> {
     shared: Arc<Shared>,
     sched: S,
@@ -104,13 +129,9 @@ pub(super) struct Arbiter<S, X> {
     idle_spin_ns: Nanos,
     round: u64,
     stats: LiveStats,
-    /// Scratch: packets read from a mailbox (with aggregation), `VISIT_MAX` at most.
-    batch: Vec<Packet>,
     /// Scratch: entries the scheduler dropped while a mailbox was read (one per
     /// packet read at most), accounted after the read.
     enqueue_drops: Vec<(Packet, DropReason)>,
-    /// The run being aggregated, while a mailbox is read.
-    open: Option<Run>,
     aggregate: Option<Aggregation>,
     /// Most bytes per run (with aggregation) at the current link rate.
     aggregate_bytes: u64,
@@ -138,9 +159,7 @@ impl<S, X> Arbiter<S, X> {
             idle_spin_ns: parts.idle_spin.as_nanos() as Nanos,
             round: 0,
             stats: LiveStats::default(),
-            batch: Vec::with_capacity(VISIT_MAX),
             enqueue_drops: Vec::with_capacity(VISIT_MAX),
-            open: None,
             aggregate: parts.aggregate,
             aggregate_bytes: parts
                 .aggregate
@@ -230,18 +249,23 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
     }
 
     /// Reads the waiting packets of `client` into the scheduler, at most
-    /// [`VISIT_MAX`].
+    /// [`VISIT_MAX`], straight from the mailbox slots (no copy in between: the
+    /// lines of the later slots are still arriving from the client's core while
+    /// the packets before them are scheduled).
     fn drain(&mut self, client: u32, now: Nanos) -> bool {
         self.stats.visits += 1;
         let total = if self.tags.aggregates() {
-            self.batch.clear();
-            self.consumers[client as usize].read_many(&mut self.batch, VISIT_MAX);
-            self.admit_runs(client, now);
-            self.close_run(now);
-            self.batch.len()
+            self.admit_runs(client, now)
         } else {
             self.admit_each(client, now)
         };
+        if !self.enqueue_drops.is_empty() {
+            let mut drops = core::mem::take(&mut self.enqueue_drops);
+            for (pkt, reason) in drops.drain(..) {
+                self.on_drop(pkt, reason);
+            }
+            self.enqueue_drops = drops;
+        }
         self.books[client as usize].report.received += total as u64;
         self.stats.received += total as u64;
         let mailbox = &self.consumers[client as usize];
@@ -253,69 +277,50 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         total > 0
     }
 
-    /// One scheduler entry per packet, enqueued straight from the mailbox slot
-    /// (no copy in between: the slot's line is still arriving from the client's
-    /// core while the packets before it are scheduled). Returns how many.
+    /// One scheduler entry per packet. Returns how many were read.
     fn admit_each(&mut self, client: u32, now: Nanos) -> usize {
         let (tags, sched, drops) = (&mut self.tags, &mut self.sched, &mut self.enqueue_drops);
-        let n = self.consumers[client as usize].read_with(VISIT_MAX, |mut pkt| {
+        self.consumers[client as usize].read_with(VISIT_MAX, |mut pkt| {
             pkt.buffer = tags.insert(client, pkt.buffer);
-            if let Err(drop) = sched.enqueue(pkt, now) {
-                drops.push((drop.packet, drop.reason));
-            }
-        });
-        if !self.enqueue_drops.is_empty() {
-            let mut drops = core::mem::take(&mut self.enqueue_drops);
-            for (pkt, reason) in drops.drain(..) {
-                self.on_drop(pkt, reason);
-            }
-            self.enqueue_drops = drops;
-        }
-        n
+            submit(sched, drops, pkt, now);
+        })
     }
 
     /// Decision aggregation (section 6.3.1): consecutive packets of one flow and
     /// class join the open run until it holds `aggregate_bytes`; a run is one
-    /// scheduler entry, its first packet with the run's length.
-    fn admit_runs(&mut self, client: u32, now: Nanos) {
-        for i in 0..self.batch.len() {
-            let pkt = self.batch[i];
-            if let Some(run) = &mut self.open {
-                let bytes = run.bytes + u64::from(pkt.len);
+    /// scheduler entry, its first packet with the run's length. The run open at
+    /// the end of the visit is handed over too. Returns how many were read.
+    fn admit_runs(&mut self, client: u32, now: Nanos) -> usize {
+        let limit = self.aggregate_bytes;
+        let (tags, sched, drops) = (&mut self.tags, &mut self.sched, &mut self.enqueue_drops);
+        let mut open: Option<Run> = None;
+        let n = self.consumers[client as usize].read_with(VISIT_MAX, |pkt| {
+            let bytes = u64::from(pkt.len);
+            if let Some(run) = open.as_mut() {
                 if run.first.flow == pkt.flow
                     && run.first.class == pkt.class
-                    && bytes <= self.aggregate_bytes
+                    && run.bytes + bytes <= limit
                 {
-                    run.tail = self.tags.insert_member(client, &pkt, run.tail);
-                    run.bytes = bytes;
-                    continue;
+                    run.tail = tags.insert_member(client, &pkt, run.tail);
+                    run.bytes += bytes;
+                    return;
                 }
-                self.close_run(now);
             }
-            let head = self.tags.insert_member(client, &pkt, NIL);
-            self.open = Some(Run {
+            if let Some(run) = open.take() {
+                submit(sched, drops, run.entry(), now);
+            }
+            let head = tags.insert_member(client, &pkt, NIL);
+            open = Some(Run {
                 head,
                 tail: head,
                 first: pkt,
-                bytes: u64::from(pkt.len),
+                bytes,
             });
+        });
+        if let Some(run) = open {
+            submit(sched, drops, run.entry(), now);
         }
-    }
-
-    /// Hands the open run, if any, to the scheduler.
-    fn close_run(&mut self, now: Nanos) {
-        if let Some(run) = self.open.take() {
-            let mut pkt = run.first;
-            pkt.len = u32::try_from(run.bytes).unwrap_or(u32::MAX);
-            pkt.buffer = run.head;
-            self.enqueue(pkt, now);
-        }
-    }
-
-    fn enqueue(&mut self, pkt: Packet, now: Nanos) {
-        if let Err(drop) = self.sched.enqueue(pkt, now) {
-            self.on_drop(drop.packet, drop.reason);
-        }
+        n
     }
 
     /// Runs a [`Pspat::with_scheduler`] command.
