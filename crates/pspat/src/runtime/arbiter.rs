@@ -58,9 +58,6 @@ pub(super) struct ArbiterParts<S, X> {
     pub(super) aggregate: Option<Aggregation>,
 }
 
-/// Packets read from a mailbox at a time.
-const READ_BATCH: usize = 64;
-
 /// Most packets read from one mailbox per round. A round that read a whole
 /// mailbox would free its slots only after scheduling all of it, so the client
 /// would wait for the arbiter and the arbiter for the client in turn; a bounded
@@ -70,7 +67,7 @@ const READ_BATCH: usize = 64;
 /// whole 254-packet mailbox gave +20-25% packets per second with aggregation and
 /// the same without; once released slots were published a step at a time, 64,
 /// 128 and 256 measured within the noise (21-24 M decisions/s per packet).
-const VISIT_MAX: usize = READ_BATCH;
+const VISIT_MAX: usize = 64;
 
 /// A run of one client's packets of one flow being aggregated.
 #[derive(Clone, Copy, Debug)]
@@ -81,6 +78,31 @@ struct Run {
     tail: u32,
     first: Packet,
     bytes: u64,
+}
+
+impl Run {
+    /// The scheduler entry standing for the run: its first packet, with the
+    /// run's length and the chain's tag.
+    fn entry(&self) -> Packet {
+        let mut pkt = self.first;
+        pkt.len = u32::try_from(self.bytes).unwrap_or(u32::MAX);
+        pkt.buffer = self.head;
+        pkt
+    }
+}
+
+/// Enqueues `pkt`; an entry the scheduler drops instead is noted in `drops`, to
+/// be accounted once the mailbox read is over.
+#[inline]
+fn submit<S: Scheduler>(
+    sched: &mut S,
+    drops: &mut Vec<(Packet, DropReason)>,
+    pkt: Packet,
+    now: Nanos,
+) {
+    if let Err(drop) = sched.enqueue(pkt, now) {
+        drops.push((drop.packet, drop.reason));
+    }
 }
 
 pub(super) struct Arbiter<S, X> {
@@ -107,10 +129,9 @@ pub(super) struct Arbiter<S, X> {
     idle_spin_ns: Nanos,
     round: u64,
     stats: LiveStats,
-    /// Scratch: packets read from a mailbox, `READ_BATCH` at most.
-    batch: Vec<Packet>,
-    /// The run being aggregated, while a mailbox is read.
-    open: Option<Run>,
+    /// Scratch: entries the scheduler dropped while a mailbox was read (one per
+    /// packet read at most), accounted after the read.
+    enqueue_drops: Vec<(Packet, DropReason)>,
     aggregate: Option<Aggregation>,
     /// Most bytes per run (with aggregation) at the current link rate.
     aggregate_bytes: u64,
@@ -138,8 +159,7 @@ impl<S, X> Arbiter<S, X> {
             idle_spin_ns: parts.idle_spin.as_nanos() as Nanos,
             round: 0,
             stats: LiveStats::default(),
-            batch: Vec::with_capacity(READ_BATCH),
-            open: None,
+            enqueue_drops: Vec::with_capacity(VISIT_MAX),
             aggregate: parts.aggregate,
             aggregate_bytes: parts
                 .aggregate
@@ -153,8 +173,11 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         let clock = self.shared.clock;
         let mut next_round: Nanos = 0;
         let mut last_work = clock.now();
+        // The end of the last round, when the next one starts at once: one clock
+        // read per busy round rather than two.
+        let mut carried: Option<Nanos> = None;
         loop {
-            let now = clock.now();
+            let now = carried.take().unwrap_or_else(|| clock.now());
             if now < next_round {
                 spin_loop();
                 continue;
@@ -166,10 +189,11 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
                 self.run_command(command, now);
             }
             next_round = now + self.round_ns;
-            let moved = self.do_scan(now);
-            self.stats.busy_ns += clock.now().saturating_sub(now);
+            let (moved, end) = self.do_scan(now);
+            self.stats.busy_ns += end.saturating_sub(now);
             if moved || self.out.blocked() {
                 last_work = now;
+                carried = Some(end);
                 continue;
             }
             self.stats.empty_rounds += 1;
@@ -181,8 +205,9 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         }
     }
 
-    /// One round (Fig. 5). Returns whether anything moved.
-    fn do_scan(&mut self, now: Nanos) -> bool {
+    /// One round (Fig. 5). Returns whether anything moved, and the clock read
+    /// at its end (when its packets were handed on).
+    fn do_scan(&mut self, now: Nanos) -> (bool, Nanos) {
         self.round += 1;
         self.take_lists();
         let mut moved = false;
@@ -191,9 +216,12 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         }
         self.trim_active();
         moved |= self.release(now);
-        self.out.flush(&self.shared);
+        // The clock again, not the round's `now`: packets read after `now` was
+        // taken may be in the batch handed on.
+        let end = self.shared.clock.now();
+        self.out.flush(&self.shared, end);
         self.publish();
-        moved
+        (moved, end)
     }
 
     /// Moves new client-list entries into the active set; the newest entry of each
@@ -220,25 +248,24 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         }
     }
 
-    /// Reads the waiting packets of `client` into the scheduler, a batch at a
-    /// time, at most [`VISIT_MAX`].
+    /// Reads the waiting packets of `client` into the scheduler, at most
+    /// [`VISIT_MAX`], straight from the mailbox slots (no copy in between: the
+    /// lines of the later slots are still arriving from the client's core while
+    /// the packets before them are scheduled).
     fn drain(&mut self, client: u32, now: Nanos) -> bool {
         self.stats.visits += 1;
-        let mut total = 0;
-        loop {
-            self.batch.clear();
-            let n = self.consumers[client as usize].read_many(&mut self.batch, READ_BATCH);
-            total += n;
-            if self.tags.aggregates() {
-                self.admit_runs(client, now);
-            } else {
-                self.admit_each(client, now);
+        let total = if self.tags.aggregates() {
+            self.admit_runs(client, now)
+        } else {
+            self.admit_each(client, now)
+        };
+        if !self.enqueue_drops.is_empty() {
+            let mut drops = core::mem::take(&mut self.enqueue_drops);
+            for (pkt, reason) in drops.drain(..) {
+                self.on_drop(pkt, reason);
             }
-            if n < READ_BATCH || total >= VISIT_MAX {
-                break;
-            }
+            self.enqueue_drops = drops;
         }
-        self.close_run(now);
         self.books[client as usize].report.received += total as u64;
         self.stats.received += total as u64;
         let mailbox = &self.consumers[client as usize];
@@ -250,57 +277,50 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         total > 0
     }
 
-    /// One scheduler entry per packet of the batch.
-    fn admit_each(&mut self, client: u32, now: Nanos) {
-        for i in 0..self.batch.len() {
-            let mut pkt = self.batch[i];
-            pkt.buffer = self.tags.insert(client, pkt.buffer);
-            self.enqueue(pkt, now);
-        }
+    /// One scheduler entry per packet. Returns how many were read.
+    fn admit_each(&mut self, client: u32, now: Nanos) -> usize {
+        let (tags, sched, drops) = (&mut self.tags, &mut self.sched, &mut self.enqueue_drops);
+        self.consumers[client as usize].read_with(VISIT_MAX, |mut pkt| {
+            pkt.buffer = tags.insert(client, pkt.buffer);
+            submit(sched, drops, pkt, now);
+        })
     }
 
     /// Decision aggregation (section 6.3.1): consecutive packets of one flow and
     /// class join the open run until it holds `aggregate_bytes`; a run is one
-    /// scheduler entry, its first packet with the run's length.
-    fn admit_runs(&mut self, client: u32, now: Nanos) {
-        for i in 0..self.batch.len() {
-            let pkt = self.batch[i];
-            if let Some(run) = &mut self.open {
-                let bytes = run.bytes + u64::from(pkt.len);
+    /// scheduler entry, its first packet with the run's length. The run open at
+    /// the end of the visit is handed over too. Returns how many were read.
+    fn admit_runs(&mut self, client: u32, now: Nanos) -> usize {
+        let limit = self.aggregate_bytes;
+        let (tags, sched, drops) = (&mut self.tags, &mut self.sched, &mut self.enqueue_drops);
+        let mut open: Option<Run> = None;
+        let n = self.consumers[client as usize].read_with(VISIT_MAX, |pkt| {
+            let bytes = u64::from(pkt.len);
+            if let Some(run) = open.as_mut() {
                 if run.first.flow == pkt.flow
                     && run.first.class == pkt.class
-                    && bytes <= self.aggregate_bytes
+                    && run.bytes + bytes <= limit
                 {
-                    run.tail = self.tags.insert_member(client, &pkt, run.tail);
-                    run.bytes = bytes;
-                    continue;
+                    run.tail = tags.insert_member(client, &pkt, run.tail);
+                    run.bytes += bytes;
+                    return;
                 }
-                self.close_run(now);
             }
-            let head = self.tags.insert_member(client, &pkt, NIL);
-            self.open = Some(Run {
+            if let Some(run) = open.take() {
+                submit(sched, drops, run.entry(), now);
+            }
+            let head = tags.insert_member(client, &pkt, NIL);
+            open = Some(Run {
                 head,
                 tail: head,
                 first: pkt,
-                bytes: u64::from(pkt.len),
+                bytes,
             });
+        });
+        if let Some(run) = open {
+            submit(sched, drops, run.entry(), now);
         }
-    }
-
-    /// Hands the open run, if any, to the scheduler.
-    fn close_run(&mut self, now: Nanos) {
-        if let Some(run) = self.open.take() {
-            let mut pkt = run.first;
-            pkt.len = u32::try_from(run.bytes).unwrap_or(u32::MAX);
-            pkt.buffer = run.head;
-            self.enqueue(pkt, now);
-        }
-    }
-
-    fn enqueue(&mut self, pkt: Packet, now: Nanos) {
-        if let Err(drop) = self.sched.enqueue(pkt, now) {
-            self.on_drop(drop.packet, drop.reason);
-        }
+        n
     }
 
     /// Runs a [`Pspat::with_scheduler`] command.
@@ -332,22 +352,24 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         deliver();
     }
 
-    /// The packets a scheduler entry stands for, with their own buffers, each
-    /// handed to `each` with its client; their tags are freed.
+    /// The packets a scheduler entry stands for, each handed to `each` with its
+    /// client and its own buffer, which the caller puts in place of the
+    /// descriptor's `buffer` (the tag) where it stores the descriptor: patching
+    /// a copy here and storing it whole would read the patch back before its
+    /// store completes (see [`Arbiter::admit_each`]). Their tags are freed.
     #[inline]
-    fn unchain(&mut self, entry: Packet, mut each: impl FnMut(&mut Self, u32, Packet)) {
+    fn unchain(&mut self, entry: Packet, mut each: impl FnMut(&mut Self, u32, Packet, u32)) {
         let mut tag = entry.buffer;
         let mut head = true;
         while tag != NIL {
-            let mut pkt = if self.tags.aggregates() {
+            let pkt = if self.tags.aggregates() {
                 self.tags.packet(tag)
             } else {
                 entry
             };
             let m = self.tags.remove(tag, head);
             head = false;
-            pkt.buffer = m.buffer;
-            each(self, m.client, pkt);
+            each(self, m.client, pkt, m.buffer);
             tag = m.next;
         }
     }
@@ -355,7 +377,8 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
     /// Accounts for an entry the scheduler dropped: frees the mailbox slot of
     /// each of its packets and hands them to the drop hook.
     fn on_drop(&mut self, entry: Packet, reason: DropReason) {
-        self.unchain(entry, |a, client, pkt| {
+        self.unchain(entry, |a, client, mut pkt, buffer| {
+            pkt.buffer = buffer;
             if let Some(hook) = &mut a.on_drop {
                 hook(pkt, reason);
             }
@@ -419,7 +442,7 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
             self.link.send(entry.len, now);
             self.stats.decisions += 1;
             let mut room = true;
-            self.unchain(entry, |a, client, pkt| {
+            self.unchain(entry, |a, client, pkt, buffer| {
                 let book = &mut a.books[client as usize];
                 if book.delivered_unreleased == 0 {
                     a.owed.push(client);
@@ -427,7 +450,7 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
                 book.delivered_unreleased += 1;
                 book.report.delivered += 1;
                 a.stats.released += 1;
-                room &= a.out.push(pkt, &a.shared);
+                room &= a.out.push(pkt, buffer, &a.shared);
             });
             if !room {
                 break;
@@ -537,10 +560,10 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
             };
         }
         while !self.out.retry_pending() {
-            self.out.flush(&self.shared);
+            self.out.flush(&self.shared, self.shared.clock.now());
             spin_loop();
         }
-        self.out.flush(&self.shared);
+        self.out.flush(&self.shared, self.shared.clock.now());
     }
 
     /// Delivers everything the scheduler holds, at the link rate.
@@ -549,7 +572,7 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         loop {
             let now = clock.now();
             self.release(now);
-            self.out.flush(&self.shared);
+            self.out.flush(&self.shared, clock.now());
             if self.sched.backlog().packets == 0 && !self.out.blocked() {
                 break;
             }

@@ -4,7 +4,7 @@
 use super::shared::Shared;
 use crate::mailbox::{Producer, PushError};
 use crate::transmit::Transmit;
-use eiffel_sched::Packet;
+use eiffel_sched::{Nanos, Packet};
 
 /// Packets the inline sink receives per call at most.
 pub(super) const INLINE_BATCH: usize = 256;
@@ -45,15 +45,22 @@ impl<X: Transmit> Output<X> {
         }
     }
 
-    /// Sends one packet on; false if its TX mailbox is full (it waits as pending,
-    /// and so do later packets for the same mailbox).
-    /// A packet goes to TX mailbox `flow mod dispatchers`, which keeps each flow's
-    /// order.
+    /// Sends `pkt` on with its `buffer` field set to `buffer`; false if its TX
+    /// mailbox is full (it waits as pending, and so do later packets for the
+    /// same mailbox). A packet goes to TX mailbox `flow mod dispatchers`, which
+    /// keeps each flow's order.
+    ///
+    /// The buffer is written into the stored copy, after the descriptor: patched
+    /// before, the whole-descriptor copy would load the patch while its store is
+    /// still in flight and wait for it.
     #[inline]
-    pub(super) fn push(&mut self, pkt: Packet, shared: &Shared) -> bool {
+    pub(super) fn push(&mut self, mut pkt: Packet, buffer: u32, shared: &Shared) -> bool {
         match self {
             Output::Inline { sink, batch } => {
                 batch.push(pkt);
+                if let Some(last) = batch.last_mut() {
+                    last.buffer = buffer;
+                }
                 if batch.len() == INLINE_BATCH {
                     sink.transmit(batch, shared.clock.now());
                     batch.clear();
@@ -65,6 +72,7 @@ impl<X: Transmit> Output<X> {
                 pending,
                 touched,
             } => {
+                pkt.buffer = buffer;
                 let i = pkt.flow as usize % tx.len();
                 touched[i] = true;
                 if !pending[i].is_empty() {
@@ -109,15 +117,14 @@ impl<X: Transmit> Output<X> {
         matches!(self, Output::Tx { pending, .. } if pending.iter().any(|p| !p.is_empty()))
     }
 
-    /// Hands the round's packets on: the inline batch to the sink, or a wake-up to
-    /// each dispatcher whose TX mailbox was pushed to (Fig. 5, lines 23-27).
-    pub(super) fn flush(&mut self, shared: &Shared) {
+    /// Hands the round's packets on: the inline batch to the sink, stamped `now`
+    /// (read after the last packet of the batch was), or a wake-up to each
+    /// dispatcher whose TX mailbox was pushed to (Fig. 5, lines 23-27).
+    pub(super) fn flush(&mut self, shared: &Shared, now: Nanos) {
         match self {
             Output::Inline { sink, batch } => {
                 if !batch.is_empty() {
-                    // The clock again, not the round's `now`: packets read after
-                    // `now` was taken may be in the batch.
-                    sink.transmit(batch, shared.clock.now());
+                    sink.transmit(batch, now);
                     batch.clear();
                 }
             }
