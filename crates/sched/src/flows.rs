@@ -9,7 +9,7 @@
 //! the length of the packet it would send next. A core therefore schedules *flow
 //! ids*, and whatever "packet" means is left to its user:
 //!
-//! - [`PerFlow`] keeps one FIFO of packets per flow in a [`PacketPool`] and tells
+//! - [`PerFlow`] keeps one FIFO of packets per flow in a [`ChunkPool`] and tells
 //!   the core the length of each FIFO's head; `PerFlow<QfqCore>` is the QFQ packet
 //!   scheduler ([`crate::Qfq`]), and likewise for the others.
 //! - A hierarchical policy uses a core as the discipline of an internal node, whose
@@ -50,8 +50,8 @@
 //! except `peek` of DRR with quanta smaller than packets is O(1) or O(log N) as its
 //! module documents.
 
+use crate::chunks::{ChunkFifo, ChunkPool};
 use crate::packet::{FlowId, Nanos, Packet};
-use crate::pool::{Fifo as List, PacketPool};
 use crate::scheduler::{
     Backlog, ConfigError, Counters, DropReason, Dropped, FlowConfig, FlowScheduler, Scheduler,
 };
@@ -128,7 +128,7 @@ pub trait FlowCore {
 /// packet FIFO and its admission limits (32 bytes).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FlowQueue {
-    fifo: List,
+    fifo: ChunkFifo,
     /// Largest accepted packet; 0 while the flow is not configured.
     max_packet: u32,
     /// Most packets the flow may have queued.
@@ -151,20 +151,26 @@ impl<C: FlowCore<Attached = FlowQueue>> PacketCore for C {}
 #[derive(Clone, Debug)]
 pub struct PerFlow<C> {
     core: C,
-    pool: PacketPool,
+    pool: ChunkPool,
     counters: Counters,
 }
 
 impl<C: PacketCore> PerFlow<C> {
     /// A scheduler around `core` holding at most `capacity` packets in total.
     ///
-    /// Packet storage is allocated here; the flows' FIFOs live in the core's
+    /// Packet storage is allocated here ([`ChunkPool::bytes_for`] bytes for
+    /// `capacity` and the core's flows); the flows' FIFOs live in the core's
     /// records.
+    ///
+    /// # Panics
+    /// If `capacity` packets do not fit the pool's 32-bit positions (see
+    /// [`ChunkPool::new`]).
     #[must_use]
     pub fn from_core(core: C, capacity: usize) -> Self {
+        let pool = ChunkPool::new(capacity, core.max_flows() as usize);
         PerFlow {
             core,
-            pool: PacketPool::with_capacity(capacity),
+            pool,
             counters: Counters::default(),
         }
     }
@@ -182,7 +188,10 @@ impl<C: PacketCore> PerFlow<C> {
 
     /// The packets of `flow`, head first (for tests and inspection).
     pub fn flow_packets(&self, flow: FlowId) -> impl Iterator<Item = &Packet> + '_ {
-        let fifo = self.core.attached(flow).map_or(List::new(), |s| s.fifo);
+        let fifo = self
+            .core
+            .attached(flow)
+            .map_or(ChunkFifo::new(), |s| s.fifo);
         self.pool.iter(&fifo)
     }
 

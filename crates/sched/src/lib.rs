@@ -29,6 +29,7 @@
 //! assert_eq!(first.iter().filter(|&&f| f == 0).count(), 3);
 //! ```
 
+pub mod chunks;
 pub mod drr;
 pub mod fifo;
 pub mod flows;

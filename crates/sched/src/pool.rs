@@ -1,7 +1,8 @@
 //! Preallocated packet storage with intrusive per-flow FIFOs.
 //!
-//! Every scheduler stores its queued descriptors in one [`PacketPool`] sized at
-//! construction. A [`Fifo`] is just a head index, a tail index and two counters; the
+//! Strict priority and the policy tree store their queued descriptors in one
+//! [`PacketPool`] sized at construction (the per-flow fair-queueing schedulers
+//! use [`crate::chunks`], whose FIFOs need no link per packet). A [`Fifo`] is just a head index, a tail index and two counters; the
 //! links live in the pool's slots, so any number of flows share one allocation and
 //! moving a packet costs two index writes. Nothing here allocates after
 //! [`PacketPool::with_capacity`].
