@@ -51,7 +51,8 @@ struct Slot {
 }
 
 /// A FIFO of packets whose storage lives in a [`ChunkPool`]: the slot indices
-/// of its head and tail packets and its counts.
+/// of its head and tail packets and its packet count (12 bytes; its bytes are
+/// counted on demand by [`ChunkPool::bytes`], off the packet path).
 ///
 /// A `ChunkFifo` must only ever be used with the pool that filled it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,7 +60,6 @@ pub struct ChunkFifo {
     head: u32,
     tail: u32,
     packets: u32,
-    bytes: u64,
 }
 
 impl Default for ChunkFifo {
@@ -76,7 +76,6 @@ impl ChunkFifo {
             head: NIL,
             tail: NIL,
             packets: 0,
-            bytes: 0,
         }
     }
 
@@ -92,13 +91,6 @@ impl ChunkFifo {
     #[inline]
     pub const fn is_empty(&self) -> bool {
         self.packets == 0
-    }
-
-    /// Bytes queued.
-    #[must_use]
-    #[inline]
-    pub const fn bytes(&self) -> u64 {
-        self.bytes
     }
 }
 
@@ -242,7 +234,6 @@ impl ChunkPool {
         self.slots[i as usize].pkt = pkt;
         fifo.tail = i;
         fifo.packets += 1;
-        fifo.bytes += u64::from(pkt.len);
         self.len += 1;
         Ok(())
     }
@@ -263,7 +254,6 @@ impl ChunkPool {
         let pkt = self.slots.get(i as usize)?.pkt;
         self.len -= 1;
         fifo.packets -= 1;
-        fifo.bytes -= u64::from(pkt.len);
         if i == fifo.tail {
             self.release(self.chunk_of(i));
             fifo.head = NIL;
@@ -279,6 +269,13 @@ impl ChunkPool {
         };
         fifo.head = next;
         Some((pkt, Some(self.slots[next as usize].pkt.len)))
+    }
+
+    /// Bytes queued in `fifo`: the sum of its packets' lengths, one slot read
+    /// per packet.
+    #[must_use]
+    pub fn bytes(&self, fifo: &ChunkFifo) -> u64 {
+        self.iter(fifo).map(|p| u64::from(p.len)).sum()
     }
 
     /// The packets of `fifo` from head to tail.
@@ -314,7 +311,6 @@ impl ChunkPool {
                 fifo.tail == NIL,
                 "fifo {fifo:?}: half empty"
             );
-            let (mut n, mut bytes) = (0u32, 0u64);
             if fifo.head != NIL {
                 let mut c = self.chunk_of(fifo.head);
                 mark(c, "fifo");
@@ -322,13 +318,9 @@ impl ChunkPool {
                     c = self.links[c as usize];
                     mark(c, "fifo");
                 }
-                for pkt in self.iter(fifo) {
-                    n += 1;
-                    bytes += u64::from(pkt.len);
-                }
             }
+            let n = self.iter(fifo).count() as u32;
             assert_eq!(fifo.packets, n, "fifo packet count");
-            assert_eq!(fifo.bytes, bytes, "fifo byte count");
             used += n as usize;
         }
         assert_eq!(used, self.len, "pool length vs packets on fifos");
@@ -413,6 +405,7 @@ mod tests {
                 for (f, m) in fifos.iter().zip(&model) {
                     let lens: Vec<u32> = pool.iter(f).map(|p| p.len).collect();
                     prop_assert_eq!(&lens, &m.iter().copied().collect::<Vec<_>>());
+                    prop_assert_eq!(pool.bytes(f), m.iter().map(|&l| u64::from(l)).sum::<u64>());
                 }
             }
         }

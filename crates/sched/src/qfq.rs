@@ -532,7 +532,9 @@ impl<A: Clone + Default> QfqCore<A> {
         }
         let mut all_idle = false;
         if backlogged {
-            let slot = (round_down(head.s, shift).wrapping_sub(g.s) >> shift) as u32;
+            // `g.s` is a multiple of the slot size: the distance from it
+            // rounds down as the start itself would.
+            let slot = (head.s.wrapping_sub(g.s) >> shift) as u32;
             Self::append(g, &mut self.flows, front, k, slot);
         } else {
             fold(&mut self.clock, &mut self.unfolded);
