@@ -48,6 +48,9 @@ struct Flow {
     next: u32,
 }
 
+// With a `PerFlow`'s 20-byte FIFO beside it, one 48-byte record per flow.
+const _: () = assert!(core::mem::size_of::<crate::flows::Record<Flow, FlowQueue>>() == 48);
+
 /// `next` of a flow that is not in the round-robin list.
 const IDLE: u32 = u32::MAX - 1;
 

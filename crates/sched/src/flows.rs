@@ -125,10 +125,8 @@ pub trait FlowCore {
 }
 
 /// The per-flow state [`PerFlow`] attaches to a core's flow records: the flow's
-/// packet FIFO and its admission limits (20 bytes, aligned to 32 so that a
-/// core's 32-byte state and this make one 64-byte record).
+/// packet FIFO and its admission limits (20 bytes).
 #[derive(Clone, Copy, Debug, Default)]
-#[repr(align(32))]
 pub struct FlowQueue {
     fifo: ChunkFifo,
     /// Largest accepted packet; 0 while the flow is not configured.
@@ -387,7 +385,8 @@ pub(crate) trait FlowRecord: Clone + Default {
 }
 
 /// One flow's record in a [`FlowTable`]: the core's state and what the core's
-/// user attached, side by side (for QFQ and [`PerFlow`], 32 + 32 bytes).
+/// user attached, side by side (with [`PerFlow`]'s 20 bytes: 64 for QFQ, WF²Q+
+/// and STFQ, whose 32-byte states are aligned to 32; 48 for DRR's 24).
 #[derive(Clone, Debug, Default)]
 #[repr(C)]
 pub(crate) struct Record<S, A> {

@@ -333,6 +333,7 @@ pub const fn absolute(t: u64, epoch: u64) -> u128 {
 /// keep them: the tags of its head packet while backlogged, of its last packet
 /// while idle. `inv_w == 0` marks an unconfigured flow.
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(align(32))]
 pub(crate) struct FlowTags {
     /// Start tag `S`.
     pub(crate) s: u64,
@@ -345,8 +346,11 @@ pub(crate) struct FlowTags {
     pub(crate) backlogged: bool,
 }
 
-// With a `PerFlow`'s 32-byte FIFO beside them, one 64-byte record per flow.
+// Aligned to 32 bytes: with a `PerFlow`'s 20-byte FIFO beside them, one
+// 64-byte record per flow.
 const _: () = assert!(core::mem::size_of::<FlowTags>() == 32);
+const _: () =
+    assert!(core::mem::size_of::<crate::flows::Record<FlowTags, crate::flows::FlowQueue>>() == 64);
 
 impl crate::flows::FlowRecord for FlowTags {
     #[inline]
