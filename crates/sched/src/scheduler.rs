@@ -463,6 +463,8 @@ pub trait FlowScheduler: Scheduler {
     /// Removes an idle flow.
     fn remove_flow(&mut self, flow: FlowId) -> Result<(), ConfigError>;
 
-    /// Packets and bytes queued for one flow (zero for unknown flows).
+    /// Packets and bytes queued for one flow (zero for unknown flows). The
+    /// per-flow schedulers sum the bytes over the flow's packets: a query for
+    /// statistics, not for the per-packet path.
     fn flow_backlog(&self, flow: FlowId) -> Backlog;
 }
