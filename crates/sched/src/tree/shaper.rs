@@ -122,7 +122,23 @@ impl Gcra {
     #[inline]
     #[must_use]
     pub fn conforms(&self, now: Nanos) -> bool {
-        self.rate.ticks(now) + self.tau() >= self.tat()
+        self.surely_conforms(now) || self.rate.ticks(now) + self.tau() >= self.tat()
+    }
+
+    /// Whether the bytes beyond the tolerance are paid for by `now` at the
+    /// rounded-up cost: then `TAT <= anchor r + 8 * 10^9 * bytes <= now r +
+    /// tau` and the unit conforms (`false` decides nothing).
+    #[inline]
+    fn surely_conforms(&self, now: Nanos) -> bool {
+        let Some(e) = now.checked_sub(self.anchor) else {
+            return false;
+        };
+        self.bytes <= self.extra
+            || self
+                .bytes
+                .saturating_sub(self.extra)
+                .saturating_mul(self.byte_ns_ceil)
+                < e
     }
 
     /// The earliest time the unit may send (at or before `now` if it may now).
@@ -168,18 +184,8 @@ impl Gcra {
     #[inline]
     pub(crate) fn send_then_held(&mut self, now: Nanos, len: u32, slack: Nanos) -> bool {
         self.on_send(now, len);
-        // `TAT <= anchor r + 8 * 10^9 * bytes`: not held when the bytes beyond
-        // the tolerance `tau` are paid for by `now` at the rounded-up cost.
-        if let Some(e) = now.checked_sub(self.anchor) {
-            if self.bytes <= self.extra
-                || self
-                    .bytes
-                    .saturating_sub(self.extra)
-                    .saturating_mul(self.byte_ns_ceil)
-                    < e
-            {
-                return false;
-            }
+        if self.surely_conforms(now) {
+            return false;
         }
         let r = u128::from(self.rate.bps());
         u128::from(now) * r + u128::from(slack) * r + self.tau() < self.tat()
