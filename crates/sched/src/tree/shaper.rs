@@ -49,7 +49,9 @@ use crate::time::{Nanos, Rate, Ticks, TICKS_PER_BYTE};
 /// beyond the tolerance are paid for at the rounded-up cost. Only a send in
 /// between compares 128-bit ticks (never, for a rate dividing `8 * 10^9`
 /// bit/s, which every byte costs a whole number of nanoseconds at). The
-/// decisions are those of the formulas above, bit for bit.
+/// decisions are those of the formulas above, bit for bit. `bytes` holds
+/// 1.8 * 10^19 bytes: 4.7 years of a limit sending at 1 Tbit/s without its
+/// bucket ever filling (the ticks' own range above is shorter).
 ///
 /// ## The shaper
 /// A [`TimingWheel`] of release events. Its slot granularity `g` is the shaping
