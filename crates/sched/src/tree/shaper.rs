@@ -5,7 +5,7 @@ use eiffel_queue::{Handle, OutOfRange, TimingWheel, WheelConfig};
 
 use super::spec::{RateLimit, ShaperSpec};
 use crate::scheduler::ConfigError;
-use crate::time::{Nanos, Rate, Ticks};
+use crate::time::{Nanos, Rate, Ticks, TICKS_PER_BYTE};
 
 /// A rate limit's state: rate, burst tolerance, theoretical arrival time.
 ///
@@ -37,6 +37,22 @@ use crate::time::{Nanos, Rate, Ticks};
 /// release time would lose a fraction of a nanosecond and the rate would fall
 /// short of `r`. A `u128` of ticks holds 10^12 ns at 10^14 bit/s.
 ///
+/// ## The representation
+/// `TAT` only ever moves to `on_time(t) = t r - (r - 1)` (when the bucket is
+/// full) or up by a packet's cost, so it is kept as the instant `anchor` the
+/// bucket was last found full and the `bytes` sent since, `anchor`'s included:
+/// `TAT = on_time(anchor) + 8 * 10^9 * bytes`, exactly. A byte's cost in whole
+/// nanoseconds, rounded down and up (per limit, computed once), then bounds
+/// `TAT` in 64-bit arithmetic: the bucket is surely full once every byte since
+/// `anchor` is paid for at the rounded-up cost, surely not before they are paid
+/// for at the rounded-down one, and the unit is surely not held while the bytes
+/// beyond the tolerance are paid for at the rounded-up cost. Only a send in
+/// between compares 128-bit ticks (never, for a rate dividing `8 * 10^9`
+/// bit/s, which every byte costs a whole number of nanoseconds at). The
+/// decisions are those of the formulas above, bit for bit. `bytes` holds
+/// 1.8 * 10^19 bytes: 4.7 years of a limit sending at 1 Tbit/s without its
+/// bucket ever filling (the ticks' own range above is shorter).
+///
 /// ## The shaper
 /// A [`TimingWheel`] of release events. Its slot granularity `g` is the shaping
 /// precision: a unit may be released up to `g` before its exact release time (never
@@ -47,10 +63,16 @@ use crate::time::{Nanos, Rate, Ticks};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Gcra {
     rate: Rate,
-    /// `(burst - mtu) / rate`, in ticks.
-    tau: Ticks,
-    /// Theoretical arrival time, in ticks.
-    tat: Ticks,
+    /// `burst - mtu` in bytes: `tau = 8 * 10^9 * extra` ticks.
+    extra: u64,
+    /// When a send last found the bucket full.
+    anchor: Nanos,
+    /// Bytes sent since `anchor`, its own send's included.
+    bytes: u64,
+    /// A byte's cost in nanoseconds, `8 * 10^9 / rate`, rounded down.
+    byte_ns_floor: u64,
+    /// The same, rounded up.
+    byte_ns_ceil: u64,
 }
 
 impl Gcra {
@@ -58,59 +80,117 @@ impl Gcra {
     /// `mtu`).
     #[must_use]
     pub fn new(limit: RateLimit, mtu: u32) -> Self {
-        let rate = Rate::from_bps(limit.rate.bps().max(1));
-        let extra = limit.burst.saturating_sub(u64::from(mtu));
+        let bps = limit.rate.bps().max(1);
         Gcra {
-            rate,
-            tau: Rate::tx_ticks(extra),
-            tat: 0,
+            rate: Rate::from_bps(bps),
+            extra: limit.burst.saturating_sub(u64::from(mtu)),
+            anchor: 0,
+            bytes: 0,
+            byte_ns_floor: TICKS_PER_BYTE as u64 / bps,
+            byte_ns_ceil: (TICKS_PER_BYTE as u64).div_ceil(bps),
         }
     }
 
     /// A limit that nothing reads: the placeholder of a node without one.
     pub(crate) const UNUSED: Gcra = Gcra {
         rate: Rate::from_bps(u64::MAX),
-        tau: 0,
-        tat: 0,
+        extra: 0,
+        anchor: 0,
+        bytes: 0,
+        byte_ns_floor: 0,
+        byte_ns_ceil: 1,
     };
+
+    /// `now r - (r - 1)` ticks (0 at 0): the earliest `TAT` of a send at `now`.
+    #[inline]
+    fn on_time(&self, now: Nanos) -> Ticks {
+        let r = u128::from(self.rate.bps());
+        (u128::from(now) * r).saturating_sub(r - 1)
+    }
+
+    /// The theoretical arrival time, in ticks.
+    #[inline]
+    fn tat(&self) -> Ticks {
+        self.on_time(self.anchor) + Rate::tx_ticks(self.bytes)
+    }
+
+    /// `tau`, in ticks.
+    #[inline]
+    fn tau(&self) -> Ticks {
+        Rate::tx_ticks(self.extra)
+    }
 
     /// Whether the unit may send at `now`.
     #[inline]
     #[must_use]
     pub fn conforms(&self, now: Nanos) -> bool {
-        self.rate.ticks(now) + self.tau >= self.tat
+        self.surely_conforms(now) || self.rate.ticks(now) + self.tau() >= self.tat()
+    }
+
+    /// Whether the bytes beyond the tolerance are paid for by `now` at the
+    /// rounded-up cost: then `TAT <= anchor r + 8 * 10^9 * bytes <= now r +
+    /// tau` and the unit conforms (`false` decides nothing).
+    #[inline]
+    fn surely_conforms(&self, now: Nanos) -> bool {
+        let Some(e) = now.checked_sub(self.anchor) else {
+            return false;
+        };
+        self.bytes <= self.extra
+            || self
+                .bytes
+                .saturating_sub(self.extra)
+                .saturating_mul(self.byte_ns_ceil)
+                < e
     }
 
     /// The earliest time the unit may send (at or before `now` if it may now).
     #[inline]
     #[must_use]
     pub fn release_time(&self) -> Nanos {
-        self.rate.nanos_ceil(self.tat.saturating_sub(self.tau))
+        self.rate.nanos_ceil(self.tat().saturating_sub(self.tau()))
     }
 
     /// Accounts `len` bytes sent at `now` (less than 1 ns after `TAT` counts as
     /// on time: see the module docs).
     #[inline]
     pub fn on_send(&mut self, now: Nanos, len: u32) {
-        let on_time = self
-            .rate
-            .ticks(now)
-            .saturating_sub(u128::from(self.rate.bps()) - 1);
-        self.tat = self.tat.max(on_time) + Rate::tx_ticks(u64::from(len));
+        let len = u64::from(len);
+        if now <= self.anchor {
+            // `on_time(now) <= on_time(anchor) <= TAT`: not full.
+            self.bytes += len;
+            return;
+        }
+        // `on_time(now) - on_time(anchor)` is `(now - anchor) r` (at most that
+        // for `anchor` 0, at least that minus `r - 1`), to be compared with the
+        // `8 * 10^9 * bytes` ticks of `TAT` past `on_time(anchor)`: full for sure
+        // when `now - anchor > bytes * byte_ns_ceil`, surely not when it is under
+        // `bytes * byte_ns_floor`. (A product that overflows decides nothing.)
+        let e = now - self.anchor;
+        let full = if e > self.bytes.saturating_mul(self.byte_ns_ceil) {
+            true
+        } else if e < self.bytes.saturating_mul(self.byte_ns_floor) {
+            false
+        } else {
+            self.on_time(now) >= self.tat()
+        };
+        if full {
+            self.anchor = now;
+            self.bytes = len;
+        } else {
+            self.bytes += len;
+        }
     }
 
     /// Accounts `len` bytes sent at `now` ([`Gcra::on_send`]) and tells
-    /// whether the unit is then held beyond `slack` (`!conforms(now + slack)`),
-    /// computing `now` in ticks once.
+    /// whether the unit is then held beyond `slack` (`!conforms(now + slack)`).
     #[inline]
     pub(crate) fn send_then_held(&mut self, now: Nanos, len: u32, slack: Nanos) -> bool {
-        // NB: `now * r` directly: a limit's rate is never 0 (`new` takes at
-        // least 1 bit/s), so `Rate::ticks`'s guard against 0 is not needed
-        // here, where it cost a branch per send at every level of a path.
+        self.on_send(now, len);
+        if self.surely_conforms(now) {
+            return false;
+        }
         let r = u128::from(self.rate.bps());
-        let t = u128::from(now) * r;
-        self.tat = self.tat.max(t.saturating_sub(r - 1)) + Rate::tx_ticks(u64::from(len));
-        t + u128::from(slack) * r + self.tau < self.tat
+        u128::from(now) * r + u128::from(slack) * r + self.tau() < self.tat()
     }
 
     /// The configured rate.
@@ -325,6 +405,90 @@ mod tests {
             let held = !a.conforms(now + slack);
             assert_eq!(b.send_then_held(now, len, slack), held);
             assert_eq!(a, b);
+        }
+    }
+
+    /// The GCRA as its formulas state it, `TAT` in 128-bit ticks.
+    struct Model {
+        r: u128,
+        tau: u128,
+        tat: u128,
+    }
+
+    impl Model {
+        fn send(&mut self, now: Nanos, len: u32) {
+            let on_time = (u128::from(now) * self.r).saturating_sub(self.r - 1);
+            self.tat = self.tat.max(on_time) + Rate::tx_ticks(u64::from(len));
+        }
+
+        fn conforms(&self, now: Nanos) -> bool {
+            u128::from(now) * self.r + self.tau >= self.tat
+        }
+
+        fn release_time(&self) -> Nanos {
+            let t = self.tat.saturating_sub(self.tau);
+            u64::try_from(t.div_ceil(self.r)).unwrap_or(u64::MAX)
+        }
+    }
+
+    #[test]
+    fn gcra_matches_its_formulas_bit_for_bit() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let rates = [
+            1,
+            7,
+            5_000_000,
+            900_000_000,
+            1_000_000_000,
+            3_000_000_007,
+            8_000_000_000,
+            100_000_000_000,
+            1_000_000_000_000,
+        ];
+        for &bps in &rates {
+            for burst in [1_500, 1_501, 4_000, 125_000] {
+                let limit = RateLimit {
+                    rate: Rate::from_bps(bps),
+                    burst,
+                };
+                let mut g = Gcra::new(limit, 1_500);
+                let mut m = Model {
+                    r: u128::from(bps),
+                    tau: Rate::tx_ticks(burst - 1_500),
+                    tat: 0,
+                };
+                // Release times, bursts at one instant, gaps, rarely a step back.
+                let mut now = 0u64;
+                for _ in 0..20_000 {
+                    let x = next();
+                    now = match x % 8 {
+                        0 => now,
+                        1 => m.release_time().max(now),
+                        2 => now.saturating_sub(x >> 60),
+                        3 => now + (x >> 20) % 100_000_000,
+                        _ => now + (x >> 20) % 2_000,
+                    };
+                    let (len, slack) = (1 + (x >> 40) as u32 % 1_500, (x >> 8) % 64 * (x >> 63));
+                    let held = {
+                        m.send(now, len);
+                        !m.conforms(now + slack)
+                    };
+                    assert_eq!(
+                        g.send_then_held(now, len, slack),
+                        held,
+                        "{bps} {burst} {now}"
+                    );
+                    assert_eq!(g.tat(), m.tat, "{bps} {burst} {now}");
+                    assert_eq!(g.release_time(), m.release_time());
+                    assert_eq!(g.conforms(now), m.conforms(now));
+                }
+            }
         }
     }
 
