@@ -181,14 +181,107 @@ where
 }
 
 /// Moves `setup.count` values of `T` through `ring`; the consumer's elapsed time.
+/// A batch of one moves values through each ring's single-value calls, as a user
+/// moving one value at a time would write it.
 #[must_use]
 pub fn transfer<T: Item>(ring: Ring, setup: Setup) -> Duration {
-    match ring {
-        Ring::FastForward => fastforward::<T>(setup),
-        Ring::Rtrb => rtrb_ring::<T>(setup),
-        Ring::Ringbuf => ringbuf_ring::<T>(setup),
-        Ring::CrossbeamArrayQueue => arrayqueue::<T>(setup),
+    match (ring, setup.batch <= 1) {
+        (Ring::FastForward, true) => fastforward_single::<T>(setup),
+        (Ring::FastForward, false) => fastforward::<T>(setup),
+        (Ring::Rtrb, true) => rtrb_single::<T>(setup),
+        (Ring::Rtrb, false) => rtrb_ring::<T>(setup),
+        (Ring::Ringbuf, true) => ringbuf_single::<T>(setup),
+        (Ring::Ringbuf, false) => ringbuf_ring::<T>(setup),
+        (Ring::CrossbeamArrayQueue, _) => arrayqueue::<T>(setup),
     }
+}
+
+fn fastforward_single<T: Item>(setup: Setup) -> Duration {
+    let (mut tx, mut rx) = mailbox::<T>(setup.capacity).expect("capacity in range");
+    let n = setup.count;
+    let produce = move || {
+        let mut step = 0;
+        for i in 0..n {
+            let mut v = T::make(i);
+            while let Err(back) = tx.push(v) {
+                v = back.into_inner();
+                backoff(&mut step);
+            }
+        }
+    };
+    let consume = move || {
+        let (mut got, mut sum, mut step) = (0, 0u64, 0);
+        while got < n {
+            match rx.pop() {
+                Some(v) => {
+                    sum += black_box(&v).seq();
+                    got += 1;
+                }
+                None => backoff(&mut step),
+            }
+        }
+        sum
+    };
+    run_pair(setup, produce, consume)
+}
+
+fn rtrb_single<T: Item>(setup: Setup) -> Duration {
+    let (mut tx, mut rx) = rtrb::RingBuffer::<T>::new(setup.capacity);
+    let n = setup.count;
+    let produce = move || {
+        let mut step = 0;
+        for i in 0..n {
+            let mut v = T::make(i);
+            while let Err(rtrb::PushError::Full(back)) = tx.push(v) {
+                v = back;
+                backoff(&mut step);
+            }
+        }
+    };
+    let consume = move || {
+        let (mut got, mut sum, mut step) = (0, 0u64, 0);
+        while got < n {
+            match rx.pop() {
+                Ok(v) => {
+                    sum += black_box(&v).seq();
+                    got += 1;
+                }
+                Err(_) => backoff(&mut step),
+            }
+        }
+        sum
+    };
+    run_pair(setup, produce, consume)
+}
+
+fn ringbuf_single<T: Item>(setup: Setup) -> Duration {
+    use ringbuf::traits::{Consumer as _, Producer as _, Split as _};
+    let (mut tx, mut rx) = ringbuf::HeapRb::<T>::new(setup.capacity).split();
+    let n = setup.count;
+    let produce = move || {
+        let mut step = 0;
+        for i in 0..n {
+            let mut v = T::make(i);
+            while let Err(back) = tx.try_push(v) {
+                v = back;
+                backoff(&mut step);
+            }
+        }
+    };
+    let consume = move || {
+        let (mut got, mut sum, mut step) = (0, 0u64, 0);
+        while got < n {
+            match rx.try_pop() {
+                Some(v) => {
+                    sum += black_box(&v).seq();
+                    got += 1;
+                }
+                None => backoff(&mut step),
+            }
+        }
+        sum
+    };
+    run_pair(setup, produce, consume)
 }
 
 fn fastforward<T: Item>(setup: Setup) -> Duration {
