@@ -82,20 +82,15 @@ fn segment(frame: &[u8]) -> Result<Segment, Incomplete> {
     }
 }
 
-/// The segment of a common frame carrying TCP or UDP of at least a header's
-/// length; `None` leaves the frame to [`segment_general`], which gives the
+/// The segment of a common frame carrying a TCP or UDP header that fits it;
+/// `None` leaves the frame to [`segment_general`], which gives the
 /// same segment for every frame this one accepts (a property test checks it).
 #[inline]
 fn segment_fast(frame: &[u8]) -> Option<Segment> {
     let n = crate::wire::fast::network(frame)?;
-    let min = match n.ip.protocol {
-        PROTO_TCP => 20,
-        PROTO_UDP => 8,
-        _ => return None,
-    };
-    if n.segment.len() < min {
-        return None;
-    }
+    // A TCP data offset or UDP length that does not fit the IP payload is
+    // malformed: the general path names the layer.
+    crate::wire::fast::transport(n.ip.protocol, n.segment)?;
     let pseudo = match (n.ip.src, n.ip.dst) {
         (IpAddr::V4(s), IpAddr::V4(d)) => sum_words(&d.octets(), sum_words(&s.octets(), 0)),
         (IpAddr::V6(s), IpAddr::V6(d)) => sum_words(&d.octets(), sum_words(&s.octets(), 0)),
@@ -285,10 +280,15 @@ mod tests {
         out
     }
 
-    /// A partial checksum as Linux leaves it: the pseudo-header sum, not
-    /// complemented.
+    /// A wrong checksum in place of the right one (one frame in 65,536 holds
+    /// 0x1234 rightly: it gets 0x4321).
     fn make_partial(frame: &mut [u8], field: usize) {
-        frame[field..field + 2].copy_from_slice(&[0x12, 0x34]);
+        let wrong = if frame[field..field + 2] == [0x12, 0x34] {
+            [0x43, 0x21]
+        } else {
+            [0x12, 0x34]
+        };
+        frame[field..field + 2].copy_from_slice(&wrong);
     }
 
     proptest! {

@@ -129,7 +129,7 @@ fn ipv6(net: &[u8]) -> Option<(IpKey, usize, &[u8])> {
 /// whose length field is at least its header and fits the IP payload (with
 /// where the UDP payload starts, relative to the transport header).
 #[inline]
-fn transport(protocol: u8, l4: &[u8]) -> Option<(Ports, Option<usize>)> {
+pub(crate) fn transport(protocol: u8, l4: &[u8]) -> Option<(Ports, Option<usize>)> {
     let ports = |h: &[u8]| Ports {
         src: u16::from_be_bytes([h[0], h[1]]),
         dst: u16::from_be_bytes([h[2], h[3]]),
