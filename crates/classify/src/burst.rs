@@ -40,6 +40,15 @@ pub struct Staged {
 }
 
 impl Staged {
+    /// The same frame, charged `len` bytes: what it takes on the wire when that
+    /// is not its length (a GSO super-frame, sent as several segments that each
+    /// repeat its headers).
+    #[must_use]
+    pub fn with_wire_len(mut self, len: u32) -> Staged {
+        self.len = len;
+        self
+    }
+
     /// The flow key a lookup uses: the frame's, or [`FlowKey::MALFORMED`].
     fn key(&self) -> &FlowKey {
         match &self.headers {

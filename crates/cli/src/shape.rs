@@ -15,7 +15,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use clap::Args;
-use eiffel_net::offload::Offloads;
+use eiffel_net::offload::{OffloadChoice, Offloads, Segmentation};
 use eiffel_net::shape::metrics::{Latest, MetricsServer};
 use eiffel_net::shape::{Bump, LinkRate, LivePolicy, ShapeConfig, DEFAULT_LINK_RATE_BPS};
 use eiffel_net::xdp::IoChoice;
@@ -89,6 +89,16 @@ pub struct ShapeArgs {
     /// reason printed.
     #[arg(long, value_enum, default_value_t = Io::Auto)]
     pub io: Io,
+    /// GSO/TSO/GRO super-frames (frames the kernel merged, or a sender did not
+    /// cut, up to 64 KiB): `gso` receives them whole over AF_PACKET with their
+    /// virtio-net header, schedules each as one unit charged the bytes of its
+    /// segments, and transmits it for the kernel to segment (AF_XDP cannot
+    /// carry them); `off` takes frames up to the MTU and drops and counts
+    /// larger ones; `auto` is `gso` when GRO, LRO, GSO or TSO is on on either
+    /// interface (AF_PACKET is then chosen unless `--io af_xdp` is given), else
+    /// `off`. The choice is printed at start.
+    #[arg(long, value_enum, default_value_t = Offload::Auto)]
+    pub offload: Offload,
     /// Print the final counters as JSON.
     #[arg(long)]
     pub json: bool,
@@ -109,6 +119,17 @@ pub enum Io {
     /// AF_PACKET rings.
     #[value(name = "af_packet")]
     AfPacket,
+}
+
+/// The offload mode `--offload` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Offload {
+    /// `gso` when an offload is on on either interface, else `off`.
+    Auto,
+    /// Frames up to the MTU.
+    Off,
+    /// Super-frames whole, over AF_PACKET.
+    Gso,
 }
 
 type Error = Box<dyn std::error::Error>;
@@ -281,19 +302,23 @@ fn serve(bump: &Bump, src: &Source<'_>, mut stream: UnixStream) {
     let _ = stream.write_all(answer.as_bytes());
 }
 
-/// Warns about receive offloads on the bump's interfaces: they merge frames into
-/// super-frames the bump drops. (Checksums senders leave for hardware are
-/// completed in software and need no change.)
-fn warn_offloads(args: &ShapeArgs) {
+/// Warns about receive offloads on the bump's interfaces when super-frames do
+/// not cross (`--offload off`, or AF_XDP): what is merged beyond the MTU is
+/// dropped. (Checksums senders leave for hardware are completed and need no
+/// change.)
+fn warn_offloads(args: &ShapeArgs, gso: bool) {
+    if gso {
+        return;
+    }
     for dev in [&args.input, &args.output] {
         // A missing interface is reported by the start that follows.
         if let Ok(o) = Offloads::query(dev) {
             if o.merges_received() {
                 eprintln!(
-                    "eiffel shape: warning: receive offload (GRO/LRO) is on on `{dev}`: frames \
-                     merged beyond the MTU are dropped and counted as oversize; turn it off with \
-                     `ethtool -K {dev} gro off lro off` (and `gso off tso off` on senders on \
-                     the same host)"
+                    "eiffel shape: warning: receive offload (GRO/LRO) is on on `{dev}` and \
+                     super-frames do not cross in this mode: frames merged beyond the MTU are \
+                     dropped and counted as oversize; use `--io af_packet --offload gso`, or \
+                     turn it off with `ethtool -K {dev} gro off lro off`"
                 );
             }
         }
@@ -310,6 +335,11 @@ fn config(args: &ShapeArgs) -> Result<ShapeConfig, Error> {
         Io::Auto => IoChoice::Auto,
         Io::AfXdp => IoChoice::AfXdp,
         Io::AfPacket => IoChoice::AfPacket,
+    };
+    cfg.offload = match args.offload {
+        Offload::Auto => OffloadChoice::Auto,
+        Offload::Off => OffloadChoice::Off,
+        Offload::Gso => OffloadChoice::Gso,
     };
     cfg.idle_spin = duration(&args.idle_spin, "idle-spin")?;
     cfg.link_rate = match &args.link_rate {
@@ -371,9 +401,10 @@ pub fn run(args: &ShapeArgs) -> Result<(), Error> {
     // Signals are caught from here on, so a stop during start-up is not lost.
     let signals = Signals::new([SIGINT, SIGTERM, SIGHUP])
         .map_err(|e| format!("cannot install signal handlers: {e}"))?;
-    warn_offloads(args);
     let bump = Bump::start(&cfg, live(&policy))?;
     eprintln!("eiffel shape: packet I/O {}", bump.io());
+    eprintln!("eiffel shape: offload {}", bump.offload());
+    warn_offloads(args, bump.offload().mode == Segmentation::Gso);
     let listener = match bind(&socket) {
         Ok(l) => l,
         Err(e) => {

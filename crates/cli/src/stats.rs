@@ -320,13 +320,22 @@ fn render_paths(o: &mut String, s: &Snapshot) {
         drops_text(&i.drops),
         i.kernel_drops
     );
-    if i.checksum_pending + s.reverse.checksum_completed + s.reverse.checksum_left > 0 {
-        let r = &s.reverse;
+    let r = &s.reverse;
+    if i.checksum_pending + r.checksum_completed + r.checksum_left + r.checksum_offloaded > 0 {
         let _ = writeln!(
             o,
-            " checksums left for hardware: completed {} in, {} back; unfinished {} in, {} back",
-            i.checksum_completed, r.checksum_completed, i.checksum_left, r.checksum_left
+            " checksums left for hardware: completed {} in, {} back; left to the kernel {} in, \
+             {} back; unfinished {} in, {} back",
+            i.checksum_completed,
+            r.checksum_completed,
+            i.checksum_offloaded,
+            r.checksum_offloaded,
+            i.checksum_left,
+            r.checksum_left
         );
+    }
+    if i.gso + r.gso > 0 {
+        let _ = writeln!(o, " GSO super-frames whole: {} in, {} back", i.gso, r.gso);
     }
     let c = &s.scheduler;
     let _ = writeln!(

@@ -1366,8 +1366,19 @@ fn xdp_after_sigkill_and_busy() {
 /// The weights scenario under a root of `mbit` Mbit/s (a 15,000-byte burst, 1,000
 /// packets per class, eiffel with `--idle-spin 0us`): the aggregate wire rate and
 /// the ratio of the two classes.
+///
+/// `arch` names the middle and the test bed's offloads: `af_packet`, `af_xdp`,
+/// `htb` with every offload off (senders segment, frames are MTU-sized), and
+/// `gso` (eiffel over AF_PACKET with `--offload gso`) and `htb+gso` with TSO,
+/// GSO, GRO and checksum offload on every interface (64 KB super-frames cross
+/// both middles whole).
 fn weights_at(arch: &str, mbit: u32) -> (f64, f64) {
-    let bed = Testbed::new("eiffel-shs").expect("test bed");
+    let offloads = if arch.ends_with("gso") {
+        Offloads::AllOn
+    } else {
+        Offloads::AllOff
+    };
+    let bed = Testbed::with_offloads("eiffel-shs", offloads).expect("test bed");
     let dir = TempDir::new("speed");
     let text = std::fs::read_to_string(policy("weighted.toml")).expect("policy");
     let file = dir.0.join("weighted.toml");
@@ -1375,7 +1386,7 @@ fn weights_at(arch: &str, mbit: u32) -> (f64, f64) {
         .replace("limit = \"40Mbit\"", &format!("limit = \"{mbit}Mbit\""))
         .replace("burst = \"3028B\"", "burst = \"15000B\"");
     std::fs::write(&file, text).expect("policy");
-    let shaper = if arch == "htb" {
+    let shaper = if arch.starts_with("htb") {
         bed.bridge_middle().expect("bridge");
         let class = |minor, rate: u32, port: Option<u16>| HtbClass {
             minor,
@@ -1403,12 +1414,16 @@ fn weights_at(arch: &str, mbit: u32) -> (f64, f64) {
         // spinning 50 us at real-time priority after every release takes a core
         // from them (measured: 205 of 250 Mbit/s and a 0.82 ratio with it, 238
         // and 3.0 without).
+        let (io, offload) = match arch {
+            "gso" => ("af_packet", "gso"),
+            io => (io, "off"),
+        };
         Some(Shaper::start(
             &bed,
-            arch,
+            io,
             &file,
             &dir.0,
-            &["--idle-spin", "0us"],
+            &["--idle-spin", "0us", "--offload", offload],
         ))
     };
     let tcp = |port| Iperf3 {
@@ -1430,25 +1445,122 @@ fn weights_at(arch: &str, mbit: u32) -> (f64, f64) {
         ],
     );
     if let Some(s) = shaper {
-        check_balance(&s.stop());
+        let last = s.stop();
+        check_balance(&last);
+        if arch == "gso" {
+            assert!(last.ingress.gso > 0, "no super-frame crossed: {last:?}");
+        }
     }
     (a + b, a / b)
 }
 
-/// Fidelity at speed, measured: the weights scenario at root limits from 250
-/// Mbit/s to 1 Gbit/s through eiffel (both I/Os) and the bridge with HTB. Prints
-/// the rows; asserts nothing (`cargo test -p eiffel-cli --test shape --
+/// Fidelity at speed, measured: the weights scenario at root limits from 500
+/// Mbit/s to 10 Gbit/s through eiffel (both I/Os with offloads off, AF_PACKET in
+/// GSO mode with them on) and the bridge with HTB (offloads off, and on).
+/// Prints the rows; asserts nothing (`cargo test -p eiffel-cli --test shape --
 /// --ignored --nocapture weights_sweep`, as root).
 #[test]
-#[ignore = "a 2-minute measurement; the README's table comes from it"]
+#[ignore = "a 5-minute measurement; the README's table comes from it"]
 fn weights_sweep() {
     if !testbed::preflight("weights_sweep", &TOOLS) {
         return;
     }
     let _serial = serial();
-    for mbit in [250, 400, 500, 600, 750, 1000] {
-        for arch in ios().into_iter().chain(["htb"]) {
+    for mbit in [500, 1000, 1500, 2000, 3000, 5000, 10000] {
+        for arch in ios().into_iter().chain(["htb", "gso", "htb+gso"]) {
             weights_at(arch, mbit);
         }
+    }
+}
+
+/// Fidelity at speed: two TCP flows weighted 3:1 under a 1 Gbit/s root, with
+/// every offload on and eiffel in GSO mode (`--io af_packet --offload gso`):
+/// the shares within 5% of 3:1 and the aggregate within 5% of 1 Gbit/s.
+#[test]
+fn weights_at_1g_with_gso() {
+    if !testbed::preflight("weights_at_1g_with_gso", &TOOLS) {
+        return;
+    }
+    let _serial = serial();
+    measured("weights 3:1 at 1 Gbit/s, gso", || {
+        let (total, ratio) = weights_at("gso", 1000);
+        assert!(
+            (total / 1e9 - 1.0).abs() <= 0.05,
+            "aggregate {:.1} Mbit/s not within 5% of 1 Gbit/s",
+            total / 1e6
+        );
+        assert!(
+            (ratio / 3.0 - 1.0).abs() <= 0.05,
+            "ratio {ratio:.3} of the classes' Mbit/s not within 5% of 3"
+        );
+    });
+}
+
+/// Every offload left on (TSO, GSO, GRO, checksum): senders hand the veth 64 KB
+/// super-frames. With `--offload auto` AF_PACKET runs in GSO mode and carries
+/// them whole: TCP over IPv4 and IPv6 gets the root's 40 Mbit/s, the counters
+/// show super-frames received and checksums handed on to the kernel, none
+/// dropped as oversize or too large, and everything balances. Under AF_XDP
+/// (`--io af_xdp`, offload off) the veth takes segmentation from its peer, so
+/// the same flows arrive segmented and get the same rate.
+#[test]
+fn offloads_on() {
+    if !testbed::preflight("offloads_on", &TOOLS) {
+        return;
+    }
+    let _serial = serial();
+    for io in ios() {
+        measured(&format!("offloads on {io}"), || offloads_on_run(io));
+    }
+}
+
+fn offloads_on_run(io: &str) {
+    let bed = Testbed::with_offloads("eiffel-sho", Offloads::AllOn).expect("test bed");
+    let dir = TempDir::new("offloads");
+    let shaper = Shaper::start(&bed, io, &policy("weighted.toml"), &dir.0, &[]);
+    let tcp = Iperf3 {
+        omit: 1,
+        ..Iperf3::tcp(5201, 3)
+    };
+    let v6 = Iperf3 {
+        ipv6: true,
+        omit: 1,
+        ..Iperf3::tcp(5202, 3)
+    };
+    let (t4, t6) = (
+        tcp_wire(&concurrent(&bed, &[tcp])[0]),
+        tcp_wire(&concurrent(&bed, &[v6])[0]),
+    );
+    row(
+        "offloads on",
+        io,
+        &[
+            ("tcp_wire_mbps", format!("{:.2}", t4 / 1e6)),
+            ("tcp6_wire_mbps", format!("{:.2}", t6 / 1e6)),
+        ],
+    );
+    let last = shaper.stop();
+    check_balance(&last);
+    let (i, e, rev) = (&last.ingress, &last.egress, &last.reverse);
+    let drops = |m: &std::collections::BTreeMap<String, u64>, k: &str| m.get(k).copied();
+    assert_eq!(drops(&i.drops, "oversize").unwrap_or(0), 0, "{i:?}");
+    assert_eq!(drops(&e.drops, "too_large").unwrap_or(0), 0, "{e:?}");
+    assert_eq!(drops(&rev.drops, "too_large").unwrap_or(0), 0, "{rev:?}");
+    if io == "af_packet" {
+        assert!(last.offload.starts_with("gso ("), "{}", last.offload);
+        assert!(i.gso > 0, "no super-frame crossed whole: {i:?}");
+        assert!(
+            i.checksum_offloaded > 0 && i.checksum_completed == 0,
+            "{i:?}"
+        );
+    } else {
+        assert!(last.offload.starts_with("off ("), "{}", last.offload);
+    }
+    for (what, t) in [("IPv4", t4), ("IPv6", t6)] {
+        assert!(
+            (t / 40e6 - 1.0).abs() <= 0.05,
+            "TCP over {what} got {:.2} Mbit/s, not the root's 40",
+            t / 1e6
+        );
     }
 }

@@ -52,6 +52,7 @@ use std::time::Duration;
 use eiffel_classify::checksum::{self, Incomplete};
 
 use crate::sys::{self, ring};
+use crate::vnet::{VnetHdr, VNET_HDR_LEN};
 
 /// Something failed while opening or driving a packet socket.
 #[derive(Debug, thiserror::Error)]
@@ -126,6 +127,21 @@ pub struct RxConfig {
     /// Join this `PACKET_FANOUT` group: the kernel spreads the interface's frames
     /// over the group's rings by flow hash, so each flow stays on one ring.
     pub fanout: Option<u16>,
+    /// Whether each frame comes with its offload metadata.
+    pub header: FrameHeader,
+}
+
+/// What a ring's frames carry besides their bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FrameHeader {
+    /// Nothing: frames up to the MTU, checksums left for hardware completed in
+    /// software.
+    #[default]
+    Plain,
+    /// A `virtio_net_hdr` (`PACKET_VNET_HDR`, see [`crate::vnet`]): GSO/TSO/GRO
+    /// super-frames cross whole with their segmentation metadata, and a
+    /// checksum left for hardware is handed on for the kernel to complete.
+    Vnet,
 }
 
 /// `PACKET_FANOUT` of `<linux/if_packet.h>`.
@@ -143,6 +159,7 @@ impl Default for RxConfig {
             retire_timeout_ms: 1,
             promiscuous: true,
             fanout: None,
+            header: FrameHeader::Plain,
         }
     }
 }
@@ -158,6 +175,16 @@ pub struct TxConfig {
     /// (`PACKET_QDISC_BYPASS`). The driver may then drop under pressure where the
     /// qdisc would have queued.
     pub qdisc_bypass: bool,
+    /// Whether each frame is written after a `virtio_net_hdr` for the kernel
+    /// ([`FrameHeader::Vnet`]: super-frames are segmented on the way out).
+    pub header: FrameHeader,
+}
+
+impl TxConfig {
+    /// Slots for [`FrameHeader::Vnet`] rings: room for a 64 KiB super-frame with
+    /// its Ethernet header, a VLAN tag, the `virtio_net_hdr` and the TPACKET
+    /// header (68 KiB of ring each, a page-rounded block per slot).
+    pub const GSO_FRAME_SIZE: u32 = 65_536 + 256;
 }
 
 impl Default for TxConfig {
@@ -168,6 +195,7 @@ impl Default for TxConfig {
             frame_size: 2048,
             frame_count: 1024,
             qdisc_bypass: false,
+            header: FrameHeader::Plain,
         }
     }
 }
@@ -183,6 +211,8 @@ pub struct RxStats {
     pub truncated: u64,
     /// Frames whose transport checksum was left for hardware to complete.
     pub checksum_pending: u64,
+    /// Super-frames received whole, with GSO metadata ([`FrameHeader::Vnet`]).
+    pub gso: u64,
     /// Frames the kernel dropped because the ring was full.
     pub kernel_drops: u64,
     /// Blocks whose kernel-written offsets were inconsistent (skipped).
@@ -212,6 +242,11 @@ pub struct TxStats {
     /// Frames queued by [`TxRing::send_frame`] whose checksum was left for
     /// hardware and could not be completed (see [`ChecksumFix::Left`]).
     pub checksum_left: u64,
+    /// Frames queued by [`TxRing::send_frame`] with a checksum left for the
+    /// kernel to complete, in their `virtio_net_hdr` ([`ChecksumFix::Offloaded`]).
+    pub checksum_offloaded: u64,
+    /// Super-frames queued whole for the kernel to segment.
+    pub gso: u64,
 }
 
 /// Why [`TxRing::send`] did not queue a frame.
@@ -287,12 +322,22 @@ impl<'a> RxFrame<'a> {
         self.raw.status & libc::TP_STATUS_CSUMNOTREADY != 0
     }
 
-    /// Copies the frame into `dst` as it was on the wire (the VLAN tag put back after
-    /// the MAC addresses), completing a transport checksum left for hardware
-    /// ([`RxFrame::checksum_pending`]). `None` when `dst` is too small or the frame
-    /// is too short to carry MAC addresses.
+    /// The frame's offload metadata, on a ring opened with [`FrameHeader::Vnet`].
     #[must_use]
-    pub fn copy_to(&self, dst: &mut [u8]) -> Option<Copied> {
+    pub fn vnet(&self) -> Option<VnetHdr> {
+        self.raw.vnet.as_ref().map(VnetHdr::parse)
+    }
+
+    /// Whether the frame is a GSO super-frame (only a [`FrameHeader::Vnet`] ring
+    /// says so).
+    #[must_use]
+    pub fn is_gso(&self) -> bool {
+        self.vnet().is_some_and(|h| h.is_gso())
+    }
+
+    /// Copies the bytes as they were on the wire (the VLAN tag put back after the
+    /// MAC addresses); returns the length.
+    fn copy_bytes(&self, dst: &mut [u8]) -> Option<usize> {
         let src = self.raw.data;
         let len = self.len();
         let dst = dst.get_mut(..len)?;
@@ -305,15 +350,54 @@ impl<'a> RxFrame<'a> {
                 dst[16..].copy_from_slice(rest);
             }
         }
-        let checksum = if self.checksum_pending() {
-            match checksum::complete(dst) {
-                Ok(_) => ChecksumFix::Completed,
-                Err(why) => ChecksumFix::Left(why),
-            }
-        } else {
-            ChecksumFix::Ready
-        };
+        Some(len)
+    }
+
+    /// Completes in `frame` a transport checksum left for hardware, if any.
+    fn complete(&self, frame: &mut [u8]) -> ChecksumFix {
+        if !self.checksum_pending() {
+            return ChecksumFix::Ready;
+        }
+        match checksum::complete(frame) {
+            Ok(_) => ChecksumFix::Completed,
+            Err(why) => ChecksumFix::Left(why),
+        }
+    }
+
+    /// Copies the frame into `dst` as it was on the wire (the VLAN tag put back after
+    /// the MAC addresses), completing a transport checksum left for hardware
+    /// ([`RxFrame::checksum_pending`]). `None` when `dst` is too small or the frame
+    /// is too short to carry MAC addresses.
+    #[must_use]
+    pub fn copy_to(&self, dst: &mut [u8]) -> Option<Copied> {
+        let len = self.copy_bytes(dst)?;
+        let checksum = self.complete(&mut dst[..len]);
         Some(Copied { len, checksum })
+    }
+
+    /// Copies the frame into `dst` after a `virtio_net_hdr` for transmission (the
+    /// layout of a [`FrameHeader::Vnet`] transmit ring): the received header, its
+    /// checksum start moved past a restored VLAN tag, so a super-frame stays one
+    /// and a checksum left for hardware is left for the kernel
+    /// ([`ChecksumFix::Offloaded`]). A frame from a ring without headers gets an
+    /// empty one, its checksum completed in software as by [`RxFrame::copy_to`].
+    /// The length returned includes the header.
+    #[must_use]
+    pub fn copy_with_header(&self, dst: &mut [u8]) -> Option<Copied> {
+        let (head, frame) = dst.split_at_mut_checked(VNET_HDR_LEN)?;
+        let len = self.copy_bytes(frame)?;
+        let shift = if self.vlan_tag().is_some() { 4 } else { 0 };
+        let hdr = self.vnet().unwrap_or(VnetHdr::NONE).for_transmit(shift);
+        head.copy_from_slice(&hdr.to_bytes());
+        let checksum = if hdr.needs_csum() {
+            ChecksumFix::Offloaded
+        } else {
+            self.complete(&mut frame[..len])
+        };
+        Some(Copied {
+            len: VNET_HDR_LEN + len,
+            checksum,
+        })
     }
 }
 
@@ -336,6 +420,9 @@ pub enum ChecksumFix {
     /// It was left for hardware but could not be completed (not TCP or UDP over
     /// IP, an IP fragment, malformed headers): the copy carries it unfinished.
     Left(Incomplete),
+    /// It was left for hardware and stays so: the copy's `virtio_net_hdr` asks
+    /// the kernel to complete it ([`RxFrame::copy_with_header`]).
+    Offloaded,
 }
 
 fn check(cond: bool, msg: impl FnOnce() -> String) -> Result<(), NetError> {
@@ -362,6 +449,7 @@ fn open_socket(interface: &str) -> Result<(OwnedFd, u32), NetError> {
 /// A TPACKET_V3 receive ring bound to one interface.
 pub struct RxRing {
     blocks: ring::RxBlocks,
+    header: FrameHeader,
     fd: OwnedFd,
     interface: String,
     stats: RxStats,
@@ -407,6 +495,12 @@ impl RxRing {
             "setting PACKET_IGNORE_OUTGOING",
             sys::set_packet_int(fd.as_fd(), libc::PACKET_IGNORE_OUTGOING, 1),
         )?;
+        if cfg.header == FrameHeader::Vnet {
+            opt(
+                "setting PACKET_VNET_HDR on the receive socket",
+                sys::set_packet_int(fd.as_fd(), libc::PACKET_VNET_HDR, 1),
+            )?;
+        }
         let req = libc::tpacket_req3 {
             tp_block_size: cfg.block_size,
             tp_block_nr: cfg.block_count,
@@ -423,8 +517,12 @@ impl RxRing {
         let len = cfg.block_size as usize * cfg.block_count as usize;
         let map = ring::Mmap::new(fd.as_fd(), len)
             .map_err(|e| NetError::io("mapping the receive ring", interface, e))?;
-        let blocks = ring::RxBlocks::new(map, cfg.block_size as usize, cfg.block_count as usize)
-            .map_err(|e| NetError::io("mapping the receive ring", interface, e))?;
+        let mut blocks =
+            ring::RxBlocks::new(map, cfg.block_size as usize, cfg.block_count as usize)
+                .map_err(|e| NetError::io("mapping the receive ring", interface, e))?;
+        if cfg.header == FrameHeader::Vnet {
+            blocks = blocks.with_vnet();
+        }
         opt(
             "binding the receive socket",
             sys::bind(fd.as_fd(), index, libc::ETH_P_ALL as u16),
@@ -444,6 +542,7 @@ impl RxRing {
         }
         Ok(RxRing {
             blocks,
+            header: cfg.header,
             fd,
             interface: interface.to_owned(),
             stats: RxStats::default(),
@@ -465,6 +564,7 @@ impl RxRing {
                     self.stats.bytes += u64::from(raw.wire_len);
                     self.stats.truncated += u64::from(frame.is_truncated());
                     self.stats.checksum_pending += u64::from(frame.checksum_pending());
+                    self.stats.gso += u64::from(frame.is_gso());
                     on_frame(frame);
                     n += 1;
                 }
@@ -494,6 +594,12 @@ impl RxRing {
     pub fn interface(&self) -> &str {
         &self.interface
     }
+
+    /// What the ring's frames carry besides their bytes.
+    #[must_use]
+    pub fn header(&self) -> FrameHeader {
+        self.header
+    }
 }
 
 impl AsFd for RxRing {
@@ -519,6 +625,8 @@ pub struct TxRing {
     interface: String,
     /// Longest untagged frame the interface accepts: MTU + Ethernet header.
     max_untagged: usize,
+    /// Frames are written after a `virtio_net_hdr`.
+    header: FrameHeader,
     queued: u32,
     stats: TxStats,
 }
@@ -571,6 +679,12 @@ impl TxRing {
             "setting PACKET_LOSS",
             sys::set_packet_int(fd.as_fd(), libc::PACKET_LOSS, 1),
         )?;
+        if cfg.header == FrameHeader::Vnet {
+            opt(
+                "setting PACKET_VNET_HDR on the transmit socket",
+                sys::set_packet_int(fd.as_fd(), libc::PACKET_VNET_HDR, 1),
+            )?;
+        }
         if cfg.qdisc_bypass {
             opt(
                 "setting PACKET_QDISC_BYPASS",
@@ -605,6 +719,7 @@ impl TxRing {
             fd,
             interface: interface.to_owned(),
             max_untagged: mtu as usize + ETH_HLEN,
+            header: cfg.header,
             queued: 0,
             stats: TxStats::default(),
         })
@@ -612,17 +727,49 @@ impl TxRing {
 
     /// The longest frame accepted: MTU + 14 bytes of Ethernet header + 4 bytes for a
     /// VLAN tag (untagged frames may not use those 4), bounded by the slot size.
+    /// A super-frame on a [`FrameHeader::Vnet`] ring may fill its slot
+    /// ([`TxRing::max_super_frame`]).
     #[must_use]
     pub fn max_frame(&self) -> usize {
-        (self.max_untagged + VLAN_HLEN).min(self.frames.capacity())
+        (self.max_untagged + VLAN_HLEN).min(self.max_super_frame())
     }
 
-    fn limit_for(&self, frame: &[u8]) -> usize {
-        let tagged = frame
-            .get(12..14)
-            .is_some_and(|t| matches!(u16::from_be_bytes([t[0], t[1]]), 0x8100 | 0x88a8));
+    /// The longest super-frame a slot holds (after its `virtio_net_hdr`).
+    #[must_use]
+    pub fn max_super_frame(&self) -> usize {
+        self.frames.capacity() - self.header_len()
+    }
+
+    /// What the ring's frames carry besides their bytes.
+    #[must_use]
+    pub fn header(&self) -> FrameHeader {
+        self.header
+    }
+
+    fn header_len(&self) -> usize {
+        match self.header {
+            FrameHeader::Plain => 0,
+            FrameHeader::Vnet => VNET_HDR_LEN,
+        }
+    }
+
+    /// The longest `frame` may be: a super-frame its slot, anything else the MTU
+    /// (plus a VLAN tag when it carries one, or `tagged` says it will).
+    fn limit_for(&self, frame: &[u8], tagged: bool, gso: bool) -> usize {
+        if gso {
+            return self.max_super_frame();
+        }
+        let tagged = tagged
+            || frame
+                .get(12..14)
+                .is_some_and(|t| matches!(u16::from_be_bytes([t[0], t[1]]), 0x8100 | 0x88a8));
         let limit = self.max_untagged + if tagged { VLAN_HLEN } else { 0 };
-        limit.min(self.frames.capacity())
+        limit.min(self.max_super_frame())
+    }
+
+    fn refuse(&mut self, len: usize, max: usize) -> Result<(), TxError> {
+        self.stats.too_large += 1;
+        Err(TxError::TooLarge { len, max })
     }
 
     /// Queues a copy of `frame` (from the destination MAC on, without FCS). It leaves
@@ -632,50 +779,67 @@ impl TxRing {
     /// [`TxError::Full`] when no slot is free; [`TxError::TooLarge`] when the frame
     /// exceeds what the interface accepts.
     pub fn send(&mut self, frame: &[u8]) -> Result<(), TxError> {
-        let max = self.limit_for(frame);
-        if frame.len() > max {
-            self.stats.too_large += 1;
-            return Err(TxError::TooLarge {
-                len: frame.len(),
-                max,
-            });
+        self.send_offloaded(&VnetHdr::NONE, frame)
+    }
+
+    /// Queues a copy of `frame` with its offload metadata: a super-frame
+    /// ([`VnetHdr::is_gso`]) the kernel segments on the way out, or a checksum
+    /// it completes. A ring without headers takes only frames that need neither
+    /// segmenting nor a checksum (anything else is refused as too large).
+    ///
+    /// # Errors
+    /// As for [`TxRing::send`].
+    pub fn send_offloaded(&mut self, hdr: &VnetHdr, frame: &[u8]) -> Result<(), TxError> {
+        let plain = self.header == FrameHeader::Plain;
+        if plain && (hdr.is_gso() || hdr.needs_csum()) {
+            return self.refuse(frame.len(), self.max_frame());
         }
+        let max = self.limit_for(frame, false, hdr.is_gso());
+        if frame.len() > max {
+            return self.refuse(frame.len(), max);
+        }
+        let head = self.header_len();
+        let bytes = hdr.to_bytes();
         self.submit(frame.len(), |buf| {
-            buf.get_mut(..frame.len())?.copy_from_slice(frame);
-            Some(frame.len())
-        })
+            let (h, f) = buf.split_at_mut_checked(head)?;
+            h.copy_from_slice(&bytes[..head]);
+            f.get_mut(..frame.len())?.copy_from_slice(frame);
+            Some(head + frame.len())
+        })?;
+        self.stats.gso += u64::from(hdr.is_gso());
+        Ok(())
     }
 
     /// Queues a received frame, copied straight from the receive ring with its VLAN
-    /// tag restored.
+    /// tag restored and, on a [`FrameHeader::Vnet`] ring, its offload metadata.
     ///
     /// # Errors
     /// As for [`TxRing::send`].
     pub fn send_frame(&mut self, frame: &RxFrame<'_>) -> Result<(), TxError> {
-        let len = frame.len();
-        let limit = if frame.vlan_tag().is_some() {
-            (self.max_untagged + VLAN_HLEN).min(self.frames.capacity())
-        } else {
-            self.limit_for(frame.data())
-        };
+        let vnet = self.header == FrameHeader::Vnet;
+        let (len, gso) = (frame.len(), frame.is_gso() && vnet);
+        let limit = self.limit_for(frame.data(), frame.vlan_tag().is_some(), gso);
         if len > limit {
-            self.stats.too_large += 1;
-            return Err(TxError::TooLarge { len, max: limit });
+            return self.refuse(len, limit);
         }
         let mut fix = ChecksumFix::Ready;
-        let queued = self.submit(len, |buf| {
-            let copied = frame.copy_to(buf)?;
+        self.submit(len, |buf| {
+            let copied = if vnet {
+                frame.copy_with_header(buf)?
+            } else {
+                frame.copy_to(buf)?
+            };
             fix = copied.checksum;
             Some(copied.len)
-        });
-        if queued.is_ok() {
-            match fix {
-                ChecksumFix::Ready => {}
-                ChecksumFix::Completed => self.stats.checksum_completed += 1,
-                ChecksumFix::Left(_) => self.stats.checksum_left += 1,
-            }
+        })?;
+        match fix {
+            ChecksumFix::Ready => {}
+            ChecksumFix::Completed => self.stats.checksum_completed += 1,
+            ChecksumFix::Left(_) => self.stats.checksum_left += 1,
+            ChecksumFix::Offloaded => self.stats.checksum_offloaded += 1,
         }
-        queued
+        self.stats.gso += u64::from(gso);
+        Ok(())
     }
 
     fn submit(

@@ -221,7 +221,7 @@ impl<S: Scheduler> Forwarder<S> {
             };
             let len = copied.len;
             match copied.checksum {
-                ChecksumFix::Ready => {}
+                ChecksumFix::Ready | ChecksumFix::Offloaded => {}
                 ChecksumFix::Completed => a_to_b.checksum_completed += 1,
                 ChecksumFix::Left(_) => a_to_b.checksum_left += 1,
             }

@@ -32,8 +32,9 @@ pub use crate::sys::frames::{
     Drainer, Filler, Filling, FrameStats, NotLent, NotQueued, PoolWatch, Taken,
 };
 
-/// The largest slot: a 64 KiB frame.
-pub const MAX_SLOT_SIZE: usize = 65_536;
+/// The largest slot: a 64 KiB super-frame with its Ethernet header, VLAN tag
+/// and offload metadata (65,792 bytes).
+pub const MAX_SLOT_SIZE: usize = 65_536 + 256;
 
 /// Most slots in one pool (the return rings' limit).
 pub const MAX_SLOTS: u32 = 1 << 23;
@@ -60,7 +61,7 @@ pub fn frame_pool(
         return Err(ConfigError::OutOfRange {
             what: "frame pool slot size",
             value: slot_size as u64,
-            range: "64..=65536",
+            range: "64..=65792",
         });
     }
     if drainers == 0 || drainers > 64 {

@@ -52,4 +52,5 @@ pub mod shape;
 mod sync;
 #[allow(unsafe_code)]
 mod sys;
+pub mod vnet;
 pub mod xdp;

@@ -20,7 +20,8 @@
 //! on the wire is a real, MTU-sized frame with a complete checksum.
 //! [`Testbed::with_offloads`] with [`Offloads::ChecksumOn`] leaves transmit checksum
 //! offload on, so frames cross with their checksum unfinished and the bump must
-//! complete them (see [`eiffel_net::afpacket`]).
+//! complete them (see [`eiffel_net::afpacket`]); with [`Offloads::AllOn`] every
+//! offload is on and super-frames up to 64 KB reach the middle.
 //!
 //! Cleanup always happens: dropping the [`Testbed`] kills every process left in its
 //! namespaces and deletes them (which deletes the veths). [`Testbed::new`] first
@@ -564,6 +565,10 @@ pub enum Offloads {
     /// (`CHECKSUM_PARTIAL`), as on a host set up by `ethtool -K DEV gro off gso off
     /// tso off` alone.
     ChecksumOn,
+    /// Transmit checksum, TSO, GSO and GRO all on: senders hand 64 KB
+    /// super-frames to the veth, the middle's GRO merges, and a bump must carry
+    /// super-frames whole (or a bridge pass the GSO socket buffers on).
+    AllOn,
 }
 
 impl Testbed {
@@ -688,18 +693,18 @@ impl Testbed {
         Ok(())
     }
 
-    /// Segmentation and receive offloads off on every interface; transmit
-    /// checksum offload as `self.offloads` says.
+    /// Offloads on every interface as `self.offloads` says.
     fn set_offloads(&self) -> Result<(), TestbedError> {
-        let tx = match self.offloads {
-            Offloads::AllOff => "off",
-            Offloads::ChecksumOn => "on",
+        let (tx, seg) = match self.offloads {
+            Offloads::AllOff => ("off", "off"),
+            Offloads::ChecksumOn => ("on", "off"),
+            Offloads::AllOn => ("on", "on"),
         };
         for (role, dev) in self.interfaces() {
             self.run_ok(
                 role,
                 &[
-                    "ethtool", "-K", dev, "tx", tx, "tso", "off", "gso", "off", "gro", "off",
+                    "ethtool", "-K", dev, "tx", tx, "tso", seg, "gso", seg, "gro", seg,
                 ],
                 SETUP_TIMEOUT,
             )?;

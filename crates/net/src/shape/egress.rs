@@ -13,10 +13,11 @@ use eiffel_sched::{Nanos, Packet};
 
 use super::ingress::untag;
 use super::latency::LatencyHistograms;
+use super::slots::Drainers;
 use super::stats::{put, EgressStats, ReverseStats};
 use super::waker::Waker;
-use crate::afpacket::{Interest, PollSet, RxRing, TxError, TxRing};
-use crate::frames::Drainer;
+use crate::afpacket::{FrameHeader, Interest, PollSet, RxRing, TxError, TxRing};
+use crate::vnet::{VnetHdr, VNET_HDR_LEN};
 
 /// Counters the dispatcher publishes (single writer).
 #[derive(Debug, Default)]
@@ -73,8 +74,8 @@ fn wait_for_room(tx: &mut TxRing, poll: &mut PollSet, limit: Duration) -> bool {
 /// frames' slots.
 pub(crate) struct TxSink {
     pub(crate) tx: TxRing,
-    /// One per receive queue's frame pool.
-    pub(crate) drainers: Vec<Drainer>,
+    /// One per receive queue's frame pools.
+    pub(crate) drainers: Vec<Drainers>,
     pub(crate) counters: Arc<EgressCounters>,
     pub(crate) poll: PollSet,
     /// Longest wait for a transmit slot before a frame is dropped.
@@ -87,7 +88,7 @@ pub(crate) struct TxSink {
 }
 
 impl TxSink {
-    pub(crate) fn new(tx: TxRing, drainers: Vec<Drainer>, wait: Duration) -> TxSink {
+    pub(crate) fn new(tx: TxRing, drainers: Vec<Drainers>, wait: Duration) -> TxSink {
         TxSink {
             tx,
             drainers,
@@ -111,13 +112,24 @@ impl TxSink {
             ..
         } = self;
         let (queue, slot) = untag(pkt.buffer);
-        let Some(Ok(frame)) = drainers.get_mut(queue).map(|d| d.take(slot)) else {
+        let taken = drainers
+            .get_mut(queue)
+            .and_then(|d| d.of(slot))
+            .map(|(d, i)| d.take(i));
+        let Some(Ok(frame)) = taken else {
             self.bad_descriptor += 1;
             return;
         };
+        // In GSO mode a slot holds the frame's `virtio_net_hdr`, then the frame.
+        let head = match tx.header() {
+            FrameHeader::Plain => 0,
+            FrameHeader::Vnet => VNET_HDR_LEN,
+        };
         let outcome = frame.read(|bytes| loop {
-            match tx.send(bytes) {
-                Ok(()) => break Ok(bytes.len()),
+            let (h, f) = bytes.split_at(head.min(bytes.len()));
+            let hdr = h.try_into().map_or(VnetHdr::NONE, VnetHdr::parse);
+            match tx.send_offloaded(&hdr, f) {
+                Ok(()) => break Ok(f.len()),
                 Err(TxError::Full) => {
                     if !wait_for_room(tx, poll, *wait) {
                         break Err(TxError::Full);
@@ -205,6 +217,8 @@ pub(crate) struct ReverseCounters {
     pub(super) kernel_drops: AtomicU64,
     pub(super) checksum_completed: AtomicU64,
     checksum_left: AtomicU64,
+    checksum_offloaded: AtomicU64,
+    gso: AtomicU64,
 }
 
 impl ReverseCounters {
@@ -222,6 +236,8 @@ impl ReverseCounters {
             kernel_drops: get(&self.kernel_drops),
             checksum_completed: get(&self.checksum_completed),
             checksum_left: get(&self.checksum_left),
+            checksum_offloaded: get(&self.checksum_offloaded),
+            gso: get(&self.gso),
         }
     }
 }
@@ -281,6 +297,8 @@ impl Reverse {
             let tx_stats = self.tx.stats();
             set(&c.checksum_completed, tx_stats.checksum_completed);
             set(&c.checksum_left, tx_stats.checksum_left);
+            set(&c.checksum_offloaded, tx_stats.checksum_offloaded);
+            set(&c.gso, tx_stats.gso);
             if n > 0 {
                 continue;
             }

@@ -19,10 +19,11 @@ use eiffel_classify::{Classifier, Staged, BURST};
 use eiffel_pspat::{Client, SendError};
 use eiffel_sched::Packet;
 
+use super::slots::{Fillers, NoSlot, TakeBack};
 use super::stats::{put, ClassifierStats, IngressStats};
 use super::waker::Waker;
-use crate::afpacket::{ChecksumFix, Interest, PollSet, RxRing};
-use crate::frames::Filler;
+use crate::afpacket::{ChecksumFix, FrameHeader, Interest, PollSet, RxFrame, RxRing};
+use crate::vnet::{self, VnetHdr, VNET_HDR_LEN};
 
 /// Why a frame was dropped before the scheduler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,6 +59,8 @@ pub(crate) struct IngressCounters {
     checksum_pending: AtomicU64,
     checksum_completed: AtomicU64,
     checksum_left: AtomicU64,
+    checksum_offloaded: AtomicU64,
+    gso: AtomicU64,
     flows: AtomicU64,
     flow_capacity: AtomicU64,
     flows_created: AtomicU64,
@@ -82,6 +85,8 @@ impl IngressCounters {
             checksum_pending: get(&self.checksum_pending),
             checksum_completed: get(&self.checksum_completed),
             checksum_left: get(&self.checksum_left),
+            checksum_offloaded: get(&self.checksum_offloaded),
+            gso: get(&self.gso),
             per_queue: Vec::new(),
         }
     }
@@ -119,7 +124,10 @@ pub(super) struct Carried {
 pub(crate) struct Ingress {
     pub(crate) rx: RxRing,
     pub(crate) classifier: Classifier,
-    pub(crate) filler: Filler,
+    /// The frame pools; in GSO mode ([`FrameHeader::Vnet`]) each slot holds the
+    /// frame's `virtio_net_hdr` and then the frame.
+    pub(crate) fillers: Fillers,
+    pub(crate) header: FrameHeader,
     pub(crate) client: Client,
     pub(crate) counters: Arc<IngressCounters>,
     pub(crate) next_classifier: Arc<ClassifierSlot>,
@@ -155,7 +163,7 @@ pub(crate) fn untag(buffer: u32) -> (usize, u32) {
 
 /// What the receive thread hands back when it ends.
 pub(crate) struct IngressEnd {
-    pub(crate) filler: Filler,
+    pub(crate) fillers: Fillers,
 }
 
 /// Idle flows expired per pass at most: bounded work per wake-up.
@@ -169,6 +177,8 @@ pub(super) struct Tally {
     pub(super) to_scheduler: u64,
     pub(super) checksum_completed: u64,
     checksum_left: u64,
+    checksum_offloaded: u64,
+    gso: u64,
     /// Drops by [`Reason`].
     drops: [u64; REASONS.len()],
 }
@@ -207,7 +217,7 @@ impl Ingress {
         self.store_kernel_drops();
         drop(self.client);
         IngressEnd {
-            filler: self.filler,
+            fillers: self.fillers,
         }
     }
 
@@ -216,10 +226,11 @@ impl Ingress {
     fn receive(&mut self, now: u64, tally: &mut Tally) -> usize {
         let batch = self.batch;
         let queue = self.queue;
+        let header = self.header;
         let Ingress {
             rx,
             classifier,
-            filler,
+            fillers,
             client,
             ..
         } = self;
@@ -233,40 +244,24 @@ impl Ingress {
             if frame.is_truncated() {
                 return tally.drop(Reason::Truncated);
             }
-            let Some(mut slot) = filler.alloc() else {
-                return tally.drop(Reason::PoolFull);
+            let Some(s) = stage(&frame, header, fillers, classifier, tally) else {
+                return;
             };
-            let mut fix = ChecksumFix::Ready;
-            let written = slot.write(|buf| {
-                let copied = frame.copy_to(buf)?;
-                fix = copied.checksum;
-                Some(copied.len)
-            });
-            let Some(len) = written else {
-                return tally.drop(Reason::Oversize);
-            };
-            match fix {
-                ChecksumFix::Ready => {}
-                ChecksumFix::Completed => tally.checksum_completed += 1,
-                ChecksumFix::Left(_) => tally.checksum_left += 1,
-            }
-            debug_assert_eq!(slot.read(<[u8]>::len), len);
-            let s = slot.read(|bytes| classifier.stage(bytes));
-            staged[n] = Some((slot.publish(), s));
+            staged[n] = Some(s);
             n += 1;
             if n == BURST {
-                complete_burst(&staged[..n], classifier, filler, client, queue, now, tally);
+                complete_burst(&staged[..n], classifier, fillers, client, queue, now, tally);
                 n = 0;
             }
         });
-        complete_burst(&staged[..n], classifier, filler, client, queue, now, tally);
+        complete_burst(&staged[..n], classifier, fillers, client, queue, now, tally);
         read
     }
 
     /// Nothing to receive: housekeeping, then sleep until the next frame or the
     /// next flow expiry.
     fn idle(&mut self, poll: &mut PollSet, now: u64) {
-        self.filler.reclaim();
+        self.fillers.reclaim();
         self.store_kernel_drops();
         let timeout = self
             .classifier
@@ -294,6 +289,70 @@ impl Ingress {
         let pending = self.rx.counters().checksum_pending;
         publish(&self.counters, &self.classifier, tally, carried, pending);
     }
+}
+
+/// Copies `frame` into a slot of its size (after its `virtio_net_hdr` in GSO
+/// mode), counts what happened to its checksum, and stages its classification,
+/// a super-frame charged the bytes its segments take on the wire; returns the
+/// published slot (tagged with its pool) and the staged frame, or `None` when
+/// the frame was dropped (and counted).
+#[inline]
+fn stage(
+    frame: &RxFrame<'_>,
+    header: FrameHeader,
+    fillers: &mut Fillers,
+    classifier: &Classifier,
+    tally: &mut Tally,
+) -> Option<(u32, Staged)> {
+    let (head, gso) = match header {
+        FrameHeader::Plain => (0, false),
+        FrameHeader::Vnet => (VNET_HDR_LEN, frame.is_gso()),
+    };
+    // A frame longer than the MTU without GSO metadata fits a large slot but
+    // not the transmit side, which drops and counts it (`too_large`).
+    let (pool, mut slot) = match fillers.alloc(head + frame.len()) {
+        Ok(s) => s,
+        Err(NoSlot::TooLarge) => {
+            tally.drop(Reason::Oversize);
+            return None;
+        }
+        Err(NoSlot::Full) => {
+            tally.drop(Reason::PoolFull);
+            return None;
+        }
+    };
+    let mut fix = ChecksumFix::Ready;
+    let written = slot.write(|buf| {
+        let copied = if head == 0 {
+            frame.copy_to(buf)?
+        } else {
+            frame.copy_with_header(buf)?
+        };
+        fix = copied.checksum;
+        Some(copied.len)
+    });
+    if written.is_none() {
+        tally.drop(Reason::Oversize);
+        return None;
+    }
+    match fix {
+        ChecksumFix::Ready => {}
+        ChecksumFix::Completed => tally.checksum_completed += 1,
+        ChecksumFix::Left(_) => tally.checksum_left += 1,
+        ChecksumFix::Offloaded => tally.checksum_offloaded += 1,
+    }
+    tally.gso += u64::from(gso);
+    let s = slot.read(|bytes| {
+        let (h, f) = bytes.split_at(head);
+        let staged = classifier.stage(f);
+        if !gso {
+            return staged;
+        }
+        let hdr = VnetHdr::parse(h.try_into().unwrap_or(&[0; VNET_HDR_LEN]));
+        let wire = u32::try_from(vnet::wire_len(&hdr, f)).unwrap_or(u32::MAX);
+        staged.with_wire_len(wire)
+    });
+    Some((pool | slot.publish(), s))
 }
 
 /// Publishes a receive thread's counts (it is their only writer).
@@ -328,6 +387,8 @@ pub(super) fn publish(
     set(&c.checksum_pending, checksum_pending);
     set(&c.checksum_completed, tally.checksum_completed);
     set(&c.checksum_left, tally.checksum_left);
+    set(&c.checksum_offloaded, tally.checksum_offloaded);
+    set(&c.gso, tally.gso);
 }
 
 impl IngressCounters {
@@ -346,7 +407,7 @@ impl IngressCounters {
 pub(super) fn complete_burst(
     staged: &[Option<(u32, Staged)>],
     classifier: &mut Classifier,
-    filler: &mut Filler,
+    filler: &mut impl TakeBack,
     client: &mut Client,
     queue: u32,
     now: u64,
@@ -372,7 +433,7 @@ pub(super) fn complete_burst(
 #[inline]
 pub(super) fn send(
     client: &mut Client,
-    filler: &mut Filler,
+    filler: &mut impl TakeBack,
     mut pkt: Packet,
     id: u32,
     tally: &mut Tally,

@@ -70,6 +70,7 @@ pub mod latency;
 pub mod live;
 pub mod metrics;
 mod sample;
+mod slots;
 pub mod stats;
 mod waker;
 #[cfg(eiffel_xdp)]
@@ -85,13 +86,15 @@ use eiffel_pspat::{mailbox, Client, Config, Dispatch, Pspat, ShutdownMode};
 use eiffel_sched::tree::TreeSpec;
 use eiffel_sched::{ConfigError, DropReason, Packet, Scheduler};
 
-use crate::afpacket::{NetError, RxConfig, RxRing, TxConfig, TxRing};
-use crate::frames::{frame_pool, Drainer, Filler, PoolWatch};
+use crate::afpacket::{FrameHeader, NetError, RxConfig, RxRing, TxConfig, TxRing};
+use crate::frames::{frame_pool, PoolWatch};
+use crate::offload::{GsoNeedsAfPacket, OffloadChoice, OffloadReport, Segmentation};
 use crate::xdp::{IoChoice, IoReport, XdpError};
 use egress::{Egress, EgressCounters, Reverse, ReverseCounters, TxSink};
 use ingress::{ClassifierSlot, Ingress, IngressCounters};
 use live::{LiveTree, Registry};
 use sample::{node_info, sample_tree, NodeInfo, Rates, TreeSample};
+use slots::{Drainers, Fillers, LARGE_SLOTS, LARGE_SLOT_SIZE};
 use stats::ReloadStats;
 pub use stats::Snapshot;
 use waker::Waker;
@@ -100,6 +103,11 @@ use waker::Waker;
 /// 1 Gbit/s, above what the 2-core machines this project runs on forward through
 /// a packet socket, so the bump stays the bottleneck only by the policy's limits.
 pub const DEFAULT_LINK_RATE_BPS: u64 = 1_000_000_000;
+
+/// The largest descriptor length in GSO mode (the tree's `mtu` then): a 64 KiB
+/// super-frame charged the headers its segments repeat, 96 KiB. A super-frame
+/// cut into so many segments that it costs more is dropped by the tree (counted).
+pub const GSO_MAX_WIRE_LEN: u32 = 96 * 1024;
 
 /// Bytes a frame carries beyond its IP packet: the Ethernet header (14) and one
 /// VLAN tag (4). Descriptors count whole frames (as Linux qdiscs do), so the bump
@@ -174,6 +182,10 @@ pub struct ShapeConfig {
     pub realtime: Option<i32>,
     /// The packet I/O: AF_XDP where it works (the default), or AF_PACKET.
     pub io: IoChoice,
+    /// GSO/TSO/GRO super-frames: whole through AF_PACKET
+    /// ([`OffloadChoice::Gso`]), or not at all; by default as the interfaces'
+    /// offload flags say (see [`crate::offload::resolve`]).
+    pub offload: OffloadChoice,
 }
 
 impl ShapeConfig {
@@ -199,6 +211,7 @@ impl ShapeConfig {
             queues: 1,
             realtime: None,
             io: IoChoice::Auto,
+            offload: OffloadChoice::Auto,
         }
     }
 }
@@ -210,6 +223,9 @@ pub enum ShapeError {
     /// AF_XDP was asked for and cannot run (the message names the fallback).
     #[error(transparent)]
     Xdp(#[from] XdpError),
+    /// GSO super-frames asked for over AF_XDP.
+    #[error(transparent)]
+    Gso(#[from] GsoNeedsAfPacket),
     /// Input and output are one interface.
     #[error("input and output are both `{name}`: a bump in the wire joins two interfaces")]
     SameInterface {
@@ -327,6 +343,8 @@ struct Side {
     hook_bad: Arc<AtomicU64>,
     /// The packet I/O in use.
     io: IoReport,
+    /// The offload mode in use.
+    offload: OffloadReport,
     /// Detaches the XDP programs; dropped after the threads have stopped (the
     /// fields drop after `Side::drop`).
     #[cfg(eiffel_xdp)]
@@ -374,6 +392,7 @@ fn compile(
     policy: LivePolicy<'_>,
     registry: &mut Registry,
     queues: usize,
+    mode: Segmentation,
 ) -> Result<(LiveTree, Vec<Classifier>), ShapeError> {
     let fail = |source: PolicyProblem| ShapeError::Policy {
         name: policy.name.to_owned(),
@@ -382,6 +401,9 @@ fn compile(
     let classify = policy.classify;
     let mut tree = policy.tree.clone();
     tree.mtu = tree.mtu.saturating_add(FRAME_OVERHEAD);
+    if mode == Segmentation::Gso {
+        tree.mtu = tree.mtu.max(GSO_MAX_WIRE_LEN);
+    }
     let live = LiveTree::new(tree, &classify.default, registry).map_err(|e| fail(e.into()))?;
     let mut share = classify.clone();
     let per_queue = (classify.flow_table.max_flows / queues as u32).max(1);
@@ -441,7 +463,7 @@ fn sizes(capacity: u32, batch: usize) -> (usize, u32) {
 /// The runtime's drop hook, which frees the slots of the packets the scheduler
 /// drops (one drainer per receive queue's pool), and the count of descriptors it
 /// could not free.
-fn drop_hook(mut drainers: Vec<Drainer>) -> (eiffel_pspat::runtime::DropHook, Arc<AtomicU64>) {
+fn drop_hook(mut drainers: Vec<Drainers>) -> (eiffel_pspat::runtime::DropHook, Arc<AtomicU64>) {
     let bad = Arc::new(AtomicU64::new(0));
     let count = Arc::clone(&bad);
     let hook = Box::new(move |pkt: Packet, _reason: DropReason| {
@@ -514,8 +536,8 @@ struct IngressThread {
 
 /// Where a receive thread's frames come from.
 enum Source {
-    /// An AF_PACKET ring, copied into a frame pool.
-    Packet(RxRing, Filler),
+    /// An AF_PACKET ring, copied into frame pools.
+    Packet(RxRing, Fillers),
     /// AF_XDP sockets whose chunks are the frame pool's slots.
     #[cfg(eiffel_xdp)]
     Xdp(xdp::XdpRx),
@@ -535,11 +557,13 @@ impl IngressThread {
         let (waker, wake_rx) = waker_pair()?;
         let what = "starting the receive thread";
         let handle = match source {
-            Source::Packet(rx, filler) => {
+            Source::Packet(rx, fillers) => {
+                let header = rx.header();
                 let ingress = Ingress {
                     rx,
                     classifier,
-                    filler,
+                    fillers,
+                    header,
                     client,
                     counters: Arc::clone(&counters),
                     next_classifier: Arc::clone(&next_classifier),
@@ -654,8 +678,8 @@ impl ReverseThread {
 struct Opened {
     sources: Vec<Source>,
     sink: Egress,
-    /// The drop hook's drainers, one per pool.
-    hook: Vec<Drainer>,
+    /// The drop hook's drainers, one per queue.
+    hook: Vec<Drainers>,
     pools: Vec<PoolWatch>,
     reverse: ReverseIo,
     report: IoReport,
@@ -663,24 +687,74 @@ struct Opened {
     guard: Option<xdp::XdpGuard>,
 }
 
-/// Opens the AF_PACKET data path: rings on both interfaces and one frame pool
-/// per receive queue.
+/// The AF_PACKET rings' geometry for an offload mode: in GSO mode frames carry
+/// a `virtio_net_hdr`, and transmit slots hold 64 KiB super-frames (256 of
+/// them, 17 MiB per ring).
+fn packet_rings(cfg: &ShapeConfig, mode: Segmentation) -> (RxConfig, TxConfig) {
+    match mode {
+        Segmentation::Off => (cfg.rx, cfg.tx),
+        Segmentation::Gso => (
+            RxConfig {
+                header: FrameHeader::Vnet,
+                ..cfg.rx
+            },
+            TxConfig {
+                header: FrameHeader::Vnet,
+                frame_size: cfg.tx.frame_size.max(TxConfig::GSO_FRAME_SIZE),
+                frame_count: cfg.tx.frame_count.min(256),
+                ..cfg.tx
+            },
+        ),
+    }
+}
+
+/// One receive queue's frame pools: `pool_slots` slots of `cfg.slot_size`, and
+/// in GSO mode [`LARGE_SLOTS`] of 64 KiB for super-frames; the filler side and
+/// the dispatcher's and drop hook's drainers.
+fn packet_pools(
+    cfg: &ShapeConfig,
+    pool_slots: u32,
+    mode: Segmentation,
+    pools: &mut Vec<PoolWatch>,
+) -> Result<(Fillers, Drainers, Drainers), ShapeError> {
+    let (small, mut d) = frame_pool(pool_slots, cfg.slot_size, 2)?;
+    pools.push(small.watch());
+    let (hook, sink) = (d.pop().expect("two drainers"), d.pop().expect("two"));
+    let mut fillers = Fillers { small, large: None };
+    let (mut hook, mut sink) = (Drainers::one(hook), Drainers::one(sink));
+    if mode == Segmentation::Gso {
+        let (large, mut d) = frame_pool(LARGE_SLOTS, LARGE_SLOT_SIZE, 2)?;
+        pools.push(large.watch());
+        hook.large = d.pop();
+        sink.large = d.pop();
+        fillers.large = Some(large);
+    }
+    Ok((fillers, sink, hook))
+}
+
+/// Opens the AF_PACKET data path: rings on both interfaces and the frame pools
+/// of each receive queue.
 fn open_packet(
     cfg: &ShapeConfig,
     pool_slots: u32,
     fallback: Option<String>,
+    mode: Segmentation,
 ) -> Result<Opened, ShapeError> {
-    let in_rx = open_queues(cfg)?;
-    let out_tx = TxRing::open(&cfg.output, &cfg.tx)?;
-    let out_rx = RxRing::open(&cfg.output, &cfg.rx)?;
-    let in_tx = TxRing::open(&cfg.input, &cfg.tx)?;
+    let (rx_cfg, tx_cfg) = packet_rings(cfg, mode);
+    let ring_cfg = ShapeConfig {
+        rx: rx_cfg,
+        ..cfg.clone()
+    };
+    let in_rx = open_queues(&ring_cfg)?;
+    let out_tx = TxRing::open(&cfg.output, &tx_cfg)?;
+    let out_rx = RxRing::open(&cfg.output, &rx_cfg)?;
+    let in_tx = TxRing::open(&cfg.input, &tx_cfg)?;
     let (mut sources, mut to_sink, mut hook, mut pools) = (vec![], vec![], vec![], vec![]);
     for rx in in_rx {
-        let (filler, mut drainers) = frame_pool(pool_slots, cfg.slot_size, 2)?;
-        hook.push(drainers.pop().expect("two drainers"));
-        to_sink.push(drainers.pop().expect("two drainers"));
-        pools.push(filler.watch());
-        sources.push(Source::Packet(rx, filler));
+        let (fillers, sink, drop) = packet_pools(cfg, pool_slots, mode, &mut pools)?;
+        hook.push(drop);
+        to_sink.push(sink);
+        sources.push(Source::Packet(rx, fillers));
     }
     Ok(Opened {
         sources,
@@ -702,7 +776,7 @@ fn open_xdp(cfg: &ShapeConfig, pool_slots: u32) -> Result<Opened, XdpError> {
     Ok(Opened {
         sources: parts.ingress.into_iter().map(Source::Xdp).collect(),
         sink: Egress::Xdp(parts.sink),
-        hook: parts.hook,
+        hook: parts.hook.into_iter().map(Drainers::one).collect(),
         pools,
         reverse: ReverseIo::Xdp(parts.reverse),
         report: parts.report,
@@ -715,17 +789,18 @@ fn open_xdp(_: &ShapeConfig, _: u32) -> Result<Opened, XdpError> {
     Err(XdpError::NotBuilt)
 }
 
-/// Opens the packet I/O `cfg.io` asks for: AF_XDP where it works by default,
-/// falling back to AF_PACKET with the reason.
-fn open_io(cfg: &ShapeConfig, pool_slots: u32) -> Result<Opened, ShapeError> {
+/// Opens the packet I/O `cfg.io` asks for, in offload mode `mode` (whose
+/// resolution already turned `Auto` into AF_PACKET where GSO needs it): AF_XDP
+/// where it works by default, falling back to AF_PACKET with the reason.
+fn open_io(cfg: &ShapeConfig, pool_slots: u32, mode: Segmentation) -> Result<Opened, ShapeError> {
     match cfg.io {
-        IoChoice::AfPacket => open_packet(cfg, pool_slots, None),
+        IoChoice::AfPacket => open_packet(cfg, pool_slots, None, mode),
         IoChoice::AfXdp => Ok(open_xdp(cfg, pool_slots)?),
         // Whatever stops AF_XDP, AF_PACKET reports its own errors (a missing
         // interface, a missing CAP_NET_RAW) as it always has.
         IoChoice::Auto => match open_xdp(cfg, pool_slots) {
             Ok(opened) => Ok(opened),
-            Err(e) => open_packet(cfg, pool_slots, Some(e.to_string())),
+            Err(e) => open_packet(cfg, pool_slots, Some(e.to_string()), mode),
         },
     }
 }
@@ -741,10 +816,13 @@ impl Bump {
     pub fn start(cfg: &ShapeConfig, policy: LivePolicy<'_>) -> Result<Bump, ShapeError> {
         check(cfg)?;
         let (mailbox, pool_slots) = sizes(policy.tree.capacity, cfg.batch);
+        let (offload, io) =
+            crate::offload::resolve(cfg.offload, cfg.io, [&cfg.input, &cfg.output])?;
+        let cfg = &ShapeConfig { io, ..cfg.clone() };
         // Interfaces first: the errors an operator most likely meets.
-        let opened = open_io(cfg, pool_slots)?;
+        let opened = open_io(cfg, pool_slots, offload.mode)?;
         let mut registry = Registry::default();
-        let (live, classifiers) = compile(policy, &mut registry, cfg.queues)?;
+        let (live, classifiers) = compile(policy, &mut registry, cfg.queues, offload.mode)?;
         let nodes = node_info(live.tree());
         let link_rate_bps = cfg.link_rate.for_policy(policy.tree);
         if let Some(priority) = cfg.realtime {
@@ -790,6 +868,7 @@ impl Bump {
             pools: opened.pools,
             hook_bad,
             io: opened.report,
+            offload,
             #[cfg(eiffel_xdp)]
             _xdp: opened.guard,
         };
@@ -801,6 +880,12 @@ impl Bump {
     #[must_use]
     pub fn io(&self) -> &IoReport {
         &self.side.io
+    }
+
+    /// The offload mode this bump runs in, and why.
+    #[must_use]
+    pub fn offload(&self) -> &OffloadReport {
+        &self.side.offload
     }
 
     /// Reads the tree on the arbiter.
@@ -850,7 +935,8 @@ impl Bump {
         let side = &self.side;
         let mut state = lock(&side.policy);
         let mut registry = state.registry.clone();
-        let (live, classifiers) = match compile(policy, &mut registry, side.queues.len()) {
+        let mode = side.offload.mode;
+        let (live, classifiers) = match compile(policy, &mut registry, side.queues.len(), mode) {
             Ok(c) => c,
             Err(e) => {
                 state.reloads.refused += 1;
@@ -928,7 +1014,7 @@ impl Bump {
         let report = rt.shutdown(ShutdownMode::Discard);
         side.stop_reverse();
         for mut e in end {
-            e.filler.reclaim();
+            e.fillers.reclaim();
         }
         let sample = sample_tree(report.scheduler.tree());
         side.assemble(&sample, report.stats, Some(&report))

@@ -264,7 +264,11 @@ impl Side {
         for p in &self.pools {
             let s = p.stats();
             pool.slots += s.slots;
-            pool.slot_size = s.slot_size;
+            // The receive queues' first (MTU) pool; GSO mode's large pools add
+            // their slots.
+            if pool.slot_size == 0 {
+                pool.slot_size = s.slot_size;
+            }
             pool.in_use += s.in_use;
         }
         let ingress_dropped: u64 = ingress.drops.values().sum();
@@ -297,6 +301,7 @@ impl Side {
             reloads: policy.reloads.clone(),
             accounting,
             io: self.io.to_string(),
+            offload: self.offload.to_string(),
         }
     }
 }

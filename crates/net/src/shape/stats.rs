@@ -66,6 +66,10 @@ pub struct Snapshot {
     /// XDP, ...`, or `af_packet`, with the reason when AF_XDP was not available).
     #[serde(default)]
     pub io: String,
+    /// The offload mode (`gso (...)` or `off (...)`, with why), as `eiffel
+    /// shape` prints it at start.
+    #[serde(default)]
+    pub offload: String,
 }
 
 /// One policy-tree node.
@@ -165,6 +169,14 @@ pub struct IngressStats {
     /// over IP, an IP fragment, malformed headers).
     #[serde(default)]
     pub checksum_left: u64,
+    /// Of those, frames passed on with the checksum still left for the kernel
+    /// to complete, in their `virtio_net_hdr` (GSO mode).
+    #[serde(default)]
+    pub checksum_offloaded: u64,
+    /// GSO super-frames received whole (GSO mode), each one descriptor charged
+    /// the bytes of its segments.
+    #[serde(default)]
+    pub gso: u64,
     /// Frames received per receive queue (`--queues`; one entry per queue).
     #[serde(default)]
     pub per_queue: Vec<u64>,
@@ -183,6 +195,8 @@ impl IngressStats {
         self.checksum_pending += q.checksum_pending;
         self.checksum_completed += q.checksum_completed;
         self.checksum_left += q.checksum_left;
+        self.checksum_offloaded += q.checksum_offloaded;
+        self.gso += q.gso;
         self.per_queue.push(q.received);
     }
 }
@@ -265,6 +279,13 @@ pub struct ReverseStats {
     /// Frames forwarded with a checksum left for hardware unfinished.
     #[serde(default)]
     pub checksum_left: u64,
+    /// Frames forwarded with a checksum left for the kernel to complete, in
+    /// their `virtio_net_hdr` (GSO mode).
+    #[serde(default)]
+    pub checksum_offloaded: u64,
+    /// GSO super-frames forwarded whole (GSO mode).
+    #[serde(default)]
+    pub gso: u64,
 }
 
 /// The flow table and the parser.

@@ -504,7 +504,10 @@ impl XdpIngress {
             .set_kernel_drops(kernel_drops(&self.rx.sockets));
         drop(self.client);
         IngressEnd {
-            filler: self.rx.filler,
+            fillers: super::slots::Fillers {
+                small: self.rx.filler,
+                large: None,
+            },
         }
     }
 

@@ -194,6 +194,9 @@ pub(crate) struct RawFrame<'a> {
     pub vlan_tci: u16,
     /// VLAN TPID, valid with TP_STATUS_VLAN_TPID_VALID.
     pub vlan_tpid: u16,
+    /// The `virtio_net_hdr` the kernel put right before the MAC header, on a
+    /// ring opened with `PACKET_VNET_HDR`.
+    pub vnet: Option<[u8; crate::vnet::VNET_HDR_LEN]>,
 }
 
 const BLOCK_HDR: usize = offset_of!(libc::tpacket_block_desc, hdr);
@@ -227,6 +230,8 @@ pub(crate) struct RxBlocks {
     /// The last frame returned claimed more frames but no next offset: report the
     /// block as corrupt at the next call.
     broken_chain: bool,
+    /// Frames carry a `virtio_net_hdr` before their MAC header.
+    vnet: bool,
 }
 
 impl RxBlocks {
@@ -250,7 +255,15 @@ impl RxBlocks {
             left: 0,
             offset: 0,
             broken_chain: false,
+            vnet: false,
         })
+    }
+
+    /// Reads the `virtio_net_hdr` before each frame (the socket has
+    /// `PACKET_VNET_HDR`).
+    pub(crate) fn with_vnet(mut self) -> RxBlocks {
+        self.vnet = true;
+        self
     }
 
     fn base(&self) -> usize {
@@ -354,9 +367,15 @@ impl RxBlocks {
             return Some(Err(Corrupt));
         };
         let data_at = frame_at + usize::from(mac);
+        let vnet_room = if self.vnet {
+            crate::vnet::VNET_HDR_LEN
+        } else {
+            0
+        };
         if data_at
             .checked_add(snaplen as usize)
             .is_none_or(|end| end > self.block_size)
+            || data_at < frame_at + size_of::<libc::tpacket3_hdr>() + vnet_room
         {
             self.left = 0;
             return Some(Err(Corrupt));
@@ -371,12 +390,20 @@ impl RxBlocks {
         // returned frame's borrow of `self` rules out; the range lies inside the block
         // (checked above).
         let data = unsafe { self.map.bytes(base + data_at, snaplen as usize) }?;
+        // SAFETY: as for `data`; the header lies between the frame's tpacket3
+        // header and its data (checked above).
+        let vnet = if self.vnet {
+            unsafe { self.map.read(base + data_at - vnet_room) }
+        } else {
+            None
+        };
         Some(Ok(RawFrame {
             data,
             wire_len,
             status,
             vlan_tci: tci as u16,
             vlan_tpid: tpid,
+            vnet,
         }))
     }
 }
@@ -595,6 +622,32 @@ mod tests {
         );
         assert_eq!(block_status(&r, 0), libc::TP_STATUS_KERNEL);
         assert_eq!(r.block, 1);
+    }
+
+    #[test]
+    fn rx_reads_the_vnet_header_before_the_frame() {
+        let mut m = Mmap::anonymous(2 * BLOCK);
+        put_block(&mut m, 0, 1, FIRST as u32, libc::TP_STATUS_USER);
+        put_frame(&mut m, FIRST, 0, b"super", 5, 0, 0);
+        let hdr = [1u8, 1, 66, 0, 0xa8, 0x05, 34, 0, 16, 0];
+        // SAFETY: test-only mapping.
+        unsafe {
+            m.bytes_mut(FIRST + 80 - hdr.len(), hdr.len())
+                .unwrap()
+                .copy_from_slice(&hdr);
+        }
+        let mut r = RxBlocks::new(m, BLOCK, 2).unwrap().with_vnet();
+        let f = r.next_frame().unwrap().unwrap();
+        assert_eq!((f.data, f.vnet), (&b"super"[..], Some(hdr)));
+
+        // A MAC offset leaving no room for the header is refused.
+        let mut m = Mmap::anonymous(2 * BLOCK);
+        put_block(&mut m, 0, 1, FIRST as u32, libc::TP_STATUS_USER);
+        put_frame(&mut m, FIRST, 0, b"x", 1, 0, 0);
+        // SAFETY: test-only mapping.
+        unsafe { assert!(m.write(FIRST + F_MAC, 50u16)) };
+        let mut r = RxBlocks::new(m, BLOCK, 2).unwrap().with_vnet();
+        assert_eq!(r.next_frame().map(|f| f.err()), Some(Some(Corrupt)));
     }
 
     #[test]
