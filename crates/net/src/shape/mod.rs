@@ -402,7 +402,7 @@ fn compile(
     let mut tree = policy.tree.clone();
     tree.mtu = tree.mtu.saturating_add(FRAME_OVERHEAD);
     if mode == Segmentation::Gso {
-        tree.mtu = tree.mtu.max(GSO_MAX_WIRE_LEN);
+        gso_tree(&mut tree);
     }
     let live = LiveTree::new(tree, &classify.default, registry).map_err(|e| fail(e.into()))?;
     let mut share = classify.clone();
@@ -419,6 +419,23 @@ fn compile(
         classifiers.push(c.with_flow_base(q * per_queue));
     }
     Ok((live, classifiers))
+}
+
+/// A tree for GSO mode: its `mtu` (the largest descriptor) becomes
+/// [`GSO_MAX_WIRE_LEN`], and every rate limit's burst grows by as much, so a
+/// limit keeps the tolerance its policy gave it beyond one frame (a limit lets
+/// `burst - mtu` bytes through early; without this a burst smaller than a
+/// super-frame would leave none, and every late wake-up of the arbiter would
+/// cost the limit its rate).
+fn gso_tree(tree: &mut TreeSpec) {
+    let grow = u64::from(GSO_MAX_WIRE_LEN.saturating_sub(tree.mtu));
+    tree.mtu = tree.mtu.max(GSO_MAX_WIRE_LEN);
+    for node in &mut tree.nodes {
+        let per_flow = node.per_flow.as_mut().and_then(|p| p.flow_limit.as_mut());
+        for limit in node.limit.iter_mut().chain(per_flow) {
+            limit.burst = limit.burst.saturating_add(grow);
+        }
+    }
 }
 
 /// The configuration checks that need no interface.
