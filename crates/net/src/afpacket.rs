@@ -21,12 +21,20 @@
 //! - The kernel strips the outer VLAN tag of a received frame into metadata before
 //!   packet sockets see it. [`RxFrame::copy_to`] puts it back, so a forwarded frame
 //!   leaves with the tags it came with (both tags of a double-tagged frame).
-//! - Generic receive offload and segmentation offload (GRO, TSO, GSO) can hand a
-//!   packet socket "super-frames" larger than the MTU. They are not supported: such a
-//!   frame is received whole when it fits in a ring block, but is larger than a buffer
-//!   slot or than what the transmit side accepts, and is dropped and counted (see
-//!   [`crate::forward`]). Turn offloads off on interfaces in front of the shaper
-//!   (`ethtool -K DEV gro off gso off tso off`); the test bed does.
+//! - Generic receive offload and segmentation offload (GRO, TSO, GSO) hand a
+//!   packet socket "super-frames" of up to 64 KiB. Rings opened with
+//!   [`FrameHeader::Vnet`] (`PACKET_VNET_HDR`, on the TPACKET_V3 receive ring and
+//!   the TPACKET_V2 transmit ring) carry each frame's `virtio_net_hdr`
+//!   ([`crate::vnet`]): [`RxFrame::vnet`] reads it, [`RxFrame::copy_with_header`]
+//!   and [`TxRing::send_offloaded`] pass it on, and the kernel segments the
+//!   super-frame on transmission (or hands the GSO socket buffer on to the next
+//!   veth); a checksum left for hardware is left for the kernel to complete
+//!   ([`ChecksumFix::Offloaded`]). A 64 KiB frame fits a receive block (256 KiB
+//!   by default); transmit slots must be [`TxConfig::GSO_FRAME_SIZE`]. A frame
+//!   larger than the MTU without GSO metadata is still refused and counted
+//!   ([`TxStats::too_large`]). On [`FrameHeader::Plain`] rings super-frames are
+//!   dropped and counted: turn offloads off in front of such a shaper (`ethtool -K
+//!   DEV gro off gso off tso off`).
 //! - Frames with a checksum still to be completed by hardware
 //!   (`TP_STATUS_CSUMNOTREADY`: Linux's `CHECKSUM_PARTIAL`, seen on traffic from
 //!   a veth peer or a local sender with transmit checksum offload on) are counted in

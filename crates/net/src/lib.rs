@@ -15,6 +15,9 @@
 //! Operating system (Linux only):
 //! - [`afpacket`]: TPACKET_V3 receive rings, TPACKET_V2 transmit rings with one
 //!   `send(2)` per batch, `ppoll(2)` waits with nanosecond timeouts.
+//! - [`vnet`]: the `virtio_net_hdr` of GSO super-frames (parse, build, wire
+//!   length of the segments).
+//! - [`offload`]: interfaces' offload flags and the offload mode of a bump.
 //! - [`forward`]: a single-threaded two-port forwarder (receive, classify, schedule,
 //!   transmit): the reference data path.
 //!
@@ -38,7 +41,7 @@
 //! | IP fragments | one flow per address pair and protocol (no ports), kept in order |
 //! | malformed or truncated frames | counted by layer; forwarded in the default leaf or dropped (configurable) |
 //! | jumbo frames | yes, with transmit slots and pool slots sized above MTU + 18 |
-//! | GRO / GSO / TSO super-frames | no: counted and dropped; turn offloads off (`ethtool -K DEV gro off gso off tso off`) |
+//! | GRO / GSO / TSO super-frames | AF_PACKET with `virtio_net_hdr` (`PACKET_VNET_HDR`, [`vnet`]): received whole, scheduled as one unit charged its segments' wire bytes, segmented by the kernel on transmission; without it (or over AF_XDP) counted and dropped |
 //! | frames with hardware checksum pending (`TP_STATUS_CSUMNOTREADY`) | TCP/UDP checksums completed in software while copied, counted; others forwarded as they are and counted |
 //! | AF_XDP, one UMEM for both interfaces, libxdp's default XSK program, native or generic XDP | yes, when built with libxdp (`xdp` module) |
 //! | multiple queues / `PACKET_FANOUT` | yes: `RxConfig::fanout`, and `ShapeConfig::queues` receive threads each with its own mailbox |
