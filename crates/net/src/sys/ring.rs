@@ -390,9 +390,9 @@ impl RxBlocks {
         // returned frame's borrow of `self` rules out; the range lies inside the block
         // (checked above).
         let data = unsafe { self.map.bytes(base + data_at, snaplen as usize) }?;
-        // SAFETY: as for `data`; the header lies between the frame's tpacket3
-        // header and its data (checked above).
         let vnet = if self.vnet {
+            // SAFETY: as for `data`; the header lies between the frame's
+            // tpacket3 header and its data (checked above), inside the block.
             unsafe { self.map.read(base + data_at - vnet_room) }
         } else {
             None
