@@ -810,6 +810,30 @@ fn clear_errors() {
         "missing interface: {err}"
     );
 
+    // GSO super-frames cannot cross AF_XDP: refused before any interface.
+    let err = run(
+        &[],
+        &[
+            "shape",
+            "--policy",
+            g,
+            "--in",
+            "nosuch0",
+            "--out",
+            "nosuch1",
+            "--socket",
+            s,
+            "--io",
+            "af_xdp",
+            "--offload",
+            "gso",
+        ],
+    );
+    assert!(
+        err.contains("cannot cross AF_XDP") && err.contains("--io af_packet"),
+        "GSO over AF_XDP: {err}"
+    );
+
     // Root without CAP_NET_RAW (dropped from the bounding set, so exec does not
     // grant it back).
     let err = run(
@@ -1474,7 +1498,7 @@ fn weights_sweep() {
         return;
     }
     let _serial = serial();
-    for mbit in [500, 1000, 1500, 2000, 3000, 5000, 10000] {
+    for mbit in [500, 1000, 1500, 2000, 3000, 4000, 5000, 10000] {
         for arch in ios().into_iter().chain(["htb", "gso", "htb+gso"]) {
             weights_at(arch, mbit);
         }

@@ -109,6 +109,10 @@ pub const DEFAULT_LINK_RATE_BPS: u64 = 1_000_000_000;
 /// cut into so many segments that it costs more is dropped by the tree (counted).
 pub const GSO_MAX_WIRE_LEN: u32 = 96 * 1024;
 
+/// Why GSO mode runs over AF_PACKET when the packet I/O was left to choose.
+const GSO_OVER_PACKET: &str = "not used in GSO mode: XDP carries no offload metadata, \
+     so super-frames cross only AF_PACKET";
+
 /// Bytes a frame carries beyond its IP packet: the Ethernet header (14) and one
 /// VLAN tag (4). Descriptors count whole frames (as Linux qdiscs do), so the bump
 /// accepts frames up to the policy's `mtu` plus this.
@@ -809,9 +813,14 @@ fn open_xdp(_: &ShapeConfig, _: u32) -> Result<Opened, XdpError> {
 /// Opens the packet I/O `cfg.io` asks for, in offload mode `mode` (whose
 /// resolution already turned `Auto` into AF_PACKET where GSO needs it): AF_XDP
 /// where it works by default, falling back to AF_PACKET with the reason.
-fn open_io(cfg: &ShapeConfig, pool_slots: u32, mode: Segmentation) -> Result<Opened, ShapeError> {
+fn open_io(
+    cfg: &ShapeConfig,
+    pool_slots: u32,
+    mode: Segmentation,
+    note: Option<String>,
+) -> Result<Opened, ShapeError> {
     match cfg.io {
-        IoChoice::AfPacket => open_packet(cfg, pool_slots, None, mode),
+        IoChoice::AfPacket => open_packet(cfg, pool_slots, note, mode),
         IoChoice::AfXdp => Ok(open_xdp(cfg, pool_slots)?),
         // Whatever stops AF_XDP, AF_PACKET reports its own errors (a missing
         // interface, a missing CAP_NET_RAW) as it always has.
@@ -835,9 +844,11 @@ impl Bump {
         let (mailbox, pool_slots) = sizes(policy.tree.capacity, cfg.batch);
         let (offload, io) =
             crate::offload::resolve(cfg.offload, cfg.io, [&cfg.input, &cfg.output])?;
+        // AF_XDP, the default, was passed over for GSO mode: say so.
+        let note = (cfg.io != io).then(|| GSO_OVER_PACKET.to_owned());
         let cfg = &ShapeConfig { io, ..cfg.clone() };
         // Interfaces first: the errors an operator most likely meets.
-        let opened = open_io(cfg, pool_slots, offload.mode)?;
+        let opened = open_io(cfg, pool_slots, offload.mode, note)?;
         let mut registry = Registry::default();
         let (live, classifiers) = compile(policy, &mut registry, cfg.queues, offload.mode)?;
         let nodes = node_info(live.tree());
