@@ -49,6 +49,13 @@
 //! The policy's `mtu` is the interfaces' MTU: the tree accepts frames up to
 //! `mtu + `[`FRAME_OVERHEAD`].
 //!
+//! In GSO mode ([`ShapeConfig::offload`], AF_PACKET only) a GSO/TSO/GRO
+//! super-frame is one descriptor whose length is what its segments take on the
+//! wire ([`crate::vnet::wire_len`]); the tree then accepts descriptors up to
+//! [`GSO_MAX_WIRE_LEN`] and every limit's burst grows by as much. Super-frames
+//! wait in a second frame pool per receive queue (512 slots of 64 KiB), and the
+//! transmit rings hold 256 slots of 68 KiB.
+//!
 //! The PSPAT client mailbox bounds the descriptors the runtime holds (a slot is
 //! freed when the scheduler lets its packet go), so it is sized to the tree's
 //! capacity (at most 65,536, the runtime's mailbox limit): the tree's own limits,
