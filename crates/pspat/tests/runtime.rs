@@ -5,8 +5,9 @@ use eiffel_pspat::{
     Aggregation, Client, Config, CountingSink, Dispatch, Error, Pspat, SendError, ShutdownMode,
     Transmit,
 };
-use eiffel_sched::{DropReason, Fifo, Nanos, Packet};
+use eiffel_sched::{Backlog, Counters, DropReason, Dropped, Fifo, Nanos, Packet, Scheduler};
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Sends `pkt`, retrying while the mailbox is full or a drop report comes back.
@@ -49,6 +50,64 @@ impl Transmit for OrderSink {
             self.last.insert(p.flow, p.buffer);
             *self.per_flow.entry(p.flow).or_default() += 1;
         }
+    }
+}
+
+/// A scheduler that records when each of its departures was decided: the time
+/// the arbiter dequeued it, which is what a link or a shaper bounds. A sink sees
+/// the packet later, by as long as the arbiter's thread waited for a core in
+/// between: on a busy machine, milliseconds, which can bring the hand-offs of
+/// two departures decided 5 ms apart within microseconds of each other.
+struct Decisions<S> {
+    inner: S,
+    at: Arc<Mutex<Vec<Nanos>>>,
+}
+
+impl<S> Decisions<S> {
+    fn new(inner: S) -> (Self, Arc<Mutex<Vec<Nanos>>>) {
+        let at = Arc::default();
+        let me = Decisions {
+            inner,
+            at: Arc::clone(&at),
+        };
+        (me, at)
+    }
+}
+
+impl<S: Scheduler> Scheduler for Decisions<S> {
+    fn enqueue(&mut self, pkt: Packet, now: Nanos) -> Result<(), Dropped> {
+        self.inner.enqueue(pkt, now)
+    }
+
+    fn dequeue(&mut self, now: Nanos) -> Option<Packet> {
+        let pkt = self.inner.dequeue(now)?;
+        self.at.lock().unwrap().push(now);
+        Some(pkt)
+    }
+
+    fn next_ready(&self, now: Nanos) -> Option<Nanos> {
+        self.inner.next_ready(now)
+    }
+
+    fn backlog(&self) -> Backlog {
+        self.inner.backlog()
+    }
+
+    fn counters(&self) -> &Counters {
+        self.inner.counters()
+    }
+
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+}
+
+/// Checks that each packet reached the sink no earlier than its departure was
+/// decided (the arbiter never decides at a time still to come).
+fn handed_on_after_decided(stamps: &[Nanos], decided: &[Nanos]) {
+    assert_eq!(stamps.len(), decided.len(), "one decision per packet");
+    for (i, (s, d)) in stamps.iter().zip(decided).enumerate() {
+        assert!(s >= d, "packet {i} handed on at {s}, decided at {d}");
     }
 }
 
@@ -213,7 +272,7 @@ fn arbiter_sleeps_when_idle_and_a_send_wakes_it() {
 #[test]
 fn the_link_rate_is_not_exceeded() {
     // 100 packets of 1250 bytes at 100 Mbit/s: 100 us each, 10 ms in all. The last
-    // can leave no earlier than 9.9 ms after the first.
+    // can be released no earlier than 9.9 ms after the first.
     let cfg = Config {
         link_rate_bps: 100_000_000,
         ..small_config()
@@ -225,7 +284,8 @@ fn the_link_rate_is_not_exceeded() {
             self.0.extend(batch.iter().map(|_| now));
         }
     }
-    let rt = Pspat::start(cfg, Fifo::new(256), Dispatch::Inline(Stamps::default())).unwrap();
+    let (fifo, decided) = Decisions::new(Fifo::new(256));
+    let rt = Pspat::start(cfg, fifo, Dispatch::Inline(Stamps::default())).unwrap();
     let mut c = rt.client().unwrap();
     for _ in 0..100 {
         send_retrying(&mut c, Packet::new(0, 1250));
@@ -234,8 +294,10 @@ fn the_link_rate_is_not_exceeded() {
     let report = rt.shutdown(ShutdownMode::Drain);
     let stamps = &report.sinks[0].0;
     assert_eq!(stamps.len(), 100);
-    let span = stamps[99] - stamps[0];
-    assert!(span >= 9_800_000, "100 packets left in {span} ns");
+    let decided = decided.lock().unwrap();
+    handed_on_after_decided(stamps, &decided);
+    let span = decided[99] - decided[0];
+    assert!(span >= 9_900_000, "100 packets released in {span} ns");
 }
 
 #[test]
@@ -374,13 +436,14 @@ impl Transmit for TimedSink {
     }
 }
 
-/// A tree of one leaf, the root, limited to one 1500-byte packet every 5 ms.
-fn paced_tree() -> eiffel_sched::PolicyTree {
+/// A tree of one leaf, the root, limited to one 1500-byte packet every
+/// `interval_ms` ms.
+fn paced_tree(interval_ms: u64) -> eiffel_sched::PolicyTree {
     use eiffel_sched::tree::{NodeSpec, RateLimit, TreeSpec};
     let mut spec = TreeSpec::new(64);
     let mut root = NodeSpec::new("root", None);
     root.limit = Some(RateLimit {
-        rate: eiffel_sched::Rate::from_bps(1500 * 8 * 200),
+        rate: eiffel_sched::Rate::from_bps(1500 * 8 * 1000 / interval_ms),
         burst: 1500,
     });
     spec.add(root);
@@ -399,11 +462,18 @@ fn arbiter_sleeps_until_the_next_departure_or_arrival_without_polling() {
         max_clients: 2,
         ..Config::default()
     };
-    let rt = Pspat::start(cfg, paced_tree(), Dispatch::Inline(sink)).unwrap();
+    let (tree, decided) = Decisions::new(paced_tree(5));
+    let rt = Pspat::start(cfg, tree, Dispatch::Inline(sink)).unwrap();
     let mut client = rt.client().unwrap();
 
-    // Idle: after the start-up spin the arbiter sleeps once and stays asleep.
-    std::thread::sleep(Duration::from_millis(20));
+    // Idle: after the start-up spin the arbiter sleeps once and stays asleep. Its
+    // statistics are published before it sleeps; a fixed wait instead could end
+    // before a thread that waited for a core has finished its spin.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while rt.stats().sleeps == 0 {
+        assert!(Instant::now() < deadline, "the idle arbiter never slept");
+        std::thread::sleep(Duration::from_millis(1));
+    }
     let before = rt.stats();
     std::thread::sleep(Duration::from_millis(300));
     let idle = rt.stats();
@@ -433,12 +503,14 @@ fn arbiter_sleeps_until_the_next_departure_or_arrival_without_polling() {
     let shaped = rt.stats();
     let times = times.lock().unwrap().clone();
     assert_eq!(times.len(), N, "all packets delivered");
+    let decided = decided.lock().unwrap().clone();
+    handed_on_after_decided(&times, &decided);
     // GCRA with a one-packet burst: the first leaves at once, each later one 5 ms
     // after the previous, at most one shaper slot (15 us) early.
-    for w in times.windows(2) {
+    for w in decided.windows(2) {
         assert!(
             w[1] - w[0] >= 5_000_000 - 2 * 16_000,
-            "released early: {times:?}"
+            "released early: {decided:?}"
         );
     }
     let timer = shaped.timer_wakeups - idle.timer_wakeups;
@@ -541,7 +613,7 @@ fn discard_drops_what_a_shaper_still_holds() {
         max_clients: 2,
         ..Config::default()
     };
-    let rt = Pspat::start(cfg, paced_tree(), Dispatch::Inline(CountingSink::new(1))).unwrap();
+    let rt = Pspat::start(cfg, paced_tree(5), Dispatch::Inline(CountingSink::new(1))).unwrap();
     let mut client = rt.client().unwrap();
     for seq in 0..10u32 {
         send_retrying(&mut client, Packet::new(0, 1500).buffer(seq));
