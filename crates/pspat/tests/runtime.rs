@@ -172,9 +172,11 @@ impl<X> SchedulerCounters for eiffel_pspat::Report<Fifo, X> {
 
 #[test]
 fn full_mailbox_is_reported_at_once_and_bounds_packets_in_flight() {
-    // 1 Mbit/s: a 1500-byte packet takes 12 ms, so the scheduler keeps them.
+    // 1 kbit/s: a 1500-byte packet takes 12 s, so the scheduler keeps them
+    // however long the client thread waits for a core while it fills the
+    // mailbox.
     let cfg = Config {
-        link_rate_bps: 1_000_000,
+        link_rate_bps: 1_000,
         ..small_config()
     };
     let rt = Pspat::start(cfg, Fifo::new(1024), Dispatch::Inline(CountingSink::new(1))).unwrap();
@@ -212,17 +214,19 @@ fn full_mailbox_is_reported_at_once_and_bounds_packets_in_flight() {
 
 #[test]
 fn policy_drops_are_reported_on_the_next_send() {
-    // A scheduler with room for 2 packets and a slow link: most packets are dropped
-    // by the scheduler (QueueFull), which the client learns on its next send.
+    // A scheduler with room for 2 packets and a slow link (12 s per packet):
+    // most packets are dropped by the scheduler (QueueFull), which the client
+    // learns on its next send. The ten go in one batch: sent one by one, the
+    // arbiter could read and drop some before the last was sent, and that send
+    // would report them.
     let cfg = Config {
-        link_rate_bps: 1_000_000,
+        link_rate_bps: 1_000,
         ..small_config()
     };
     let rt = Pspat::start(cfg, Fifo::new(2), Dispatch::Inline(CountingSink::new(1))).unwrap();
     let mut c = rt.client().unwrap();
-    for _ in 0..10 {
-        assert_eq!(send_retrying(&mut c, Packet::new(0, 1500)), 0);
-    }
+    let batch = [Packet::new(0, 1500); 10];
+    assert_eq!(c.send_batch(&batch).unwrap(), 10, "the mailbox holds 10");
     // Wait until the arbiter has read all ten.
     let deadline = Instant::now() + Duration::from_secs(5);
     while rt.stats().received < 10 {
@@ -540,8 +544,10 @@ fn commands_replace_the_scheduler_and_drops_reach_the_hook() {
     let dropped = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let hook_dropped = std::sync::Arc::clone(&dropped);
     let cfg = Config {
-        // 1500 bytes take 12 ms: the scheduler keeps most of the packets.
-        link_rate_bps: 1_000_000,
+        // 1500 bytes take 120 ms: the scheduler keeps all but the first packet
+        // until the command runs, unless the machine stalls the test for a
+        // second; the final drain waits for the first one at most.
+        link_rate_bps: 100_000,
         max_clients: 2,
         ..Config::default()
     };
@@ -568,7 +574,16 @@ fn commands_replace_the_scheduler_and_drops_reach_the_hook() {
     for seq in 100..110u32 {
         send_retrying(&mut client, Packet::new(0, 1500).buffer(seq));
     }
-    std::thread::sleep(Duration::from_millis(5));
+    // The arbiter runs a command before it reads the mailboxes: wait until it
+    // has read all ten, so that the last one is in the scheduler.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while rt.stats().received < 10 {
+        assert!(
+            Instant::now() < deadline,
+            "the arbiter never read the packets"
+        );
+        std::thread::yield_now();
+    }
     // Move everything into a fresh FIFO, dropping the last packet, and speed the
     // link up.
     let (moved, gone) = rt
