@@ -284,11 +284,17 @@ enum Middle {
     Htb,
 }
 
+/// What the assertion of `multi_queue` says when every connection took one
+/// receive queue, a chance outcome that [`measured`] measures once more.
+const ONE_QUEUE: &str = "every connection hashed to one receive queue";
+
 /// Runs a scenario that measures rates, once more if a rate fell outside its
 /// tolerance (the assertion messages of rates, and only those, say "Mbit/s"): on
 /// this shared 2-core machine another process can starve the sender or the
-/// middle box for part of a 4 s run. A rate must miss twice to fail the test; any
-/// other failure (accounting, losses, reordering) fails at once.
+/// middle box for part of a 4 s run. A rate must miss twice to fail the test; so
+/// must the spread of `multi_queue`'s connections over its queues ([`ONE_QUEUE`]),
+/// which the kernel draws at random. Any other failure (accounting, losses,
+/// reordering) fails at once.
 fn measured(scenario: &str, run: impl Fn()) {
     let Err(e) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&run)) else {
         return;
@@ -298,10 +304,10 @@ fn measured(scenario: &str, run: impl Fn()) {
         .cloned()
         .or_else(|| e.downcast_ref::<&str>().map(|s| (*s).to_owned()))
         .unwrap_or_default();
-    if !msg.contains("Mbit/s") {
+    if !msg.contains("Mbit/s") && !msg.contains(ONE_QUEUE) {
         std::panic::resume_unwind(e);
     }
-    eprintln!("{scenario}: a rate out of tolerance ({msg}); measuring once more");
+    eprintln!("{scenario}: out of tolerance ({msg}); measuring once more");
     run();
 }
 
@@ -1148,9 +1154,17 @@ fn multi_queue_run(io: &str) {
     );
     check_balance(&last);
     let q = &last.ingress.per_queue;
+    assert_eq!(q.len(), 2, "frames per receive queue: {q:?}");
+    // The queue a connection's frames take is the kernel's coin toss, once per
+    // connection (AF_PACKET: the fanout's flow hash over a random ephemeral
+    // port; AF_XDP: the sender's random per-connection transmit hash): the 8
+    // streams and iperf3's 2 control connections all take the same queue with
+    // probability 2^-9, the other queue then seeing at most a stray ARP or
+    // neighbour discovery frame. `measured` runs the scenario once more then:
+    // twice in a row, 2^-18.
     assert!(
-        q.len() == 2 && q.iter().all(|&n| n > 0),
-        "frames per receive queue: {q:?}"
+        q.iter().all(|&n| n > 0),
+        "{ONE_QUEUE}: frames per receive queue {q:?}"
     );
     // Two queues deliver 39.1 of the 40 Mbit/s where one delivers 40.0 (no
     // drop anywhere; the link idles about 0.2 s of the run): 3% here.

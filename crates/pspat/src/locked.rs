@@ -232,10 +232,13 @@ mod tests {
 
     #[test]
     fn reports_drops_at_once_and_accounts_at_shutdown() {
-        // A slow link (1 Mbit/s: 12 ms per 1500 bytes) keeps packets queued.
+        // A slow link (1 kbit/s: 12 s per 1500 bytes) keeps packets queued however
+        // long this thread waits for a core between its sends (at 12 ms per
+        // packet, such a wait would let the link take a second packet and the
+        // batch below find room).
         let sink = CountingSink::new(1);
         let counters = sink.counters();
-        let locked = Locked::new(Fifo::new(2), sink, 1_000_000).unwrap();
+        let locked = Locked::new(Fifo::new(2), sink, 1_000).unwrap();
         let mut refused = 0;
         for i in 0..5 {
             if let Err(d) = locked.send(Packet::new(0, 1500).buffer(i)) {

@@ -5,8 +5,9 @@ use eiffel_pspat::{
     Aggregation, Client, Config, CountingSink, Dispatch, Error, Pspat, SendError, ShutdownMode,
     Transmit,
 };
-use eiffel_sched::{DropReason, Fifo, Nanos, Packet};
+use eiffel_sched::{Backlog, Counters, DropReason, Dropped, Fifo, Nanos, Packet, Scheduler};
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Sends `pkt`, retrying while the mailbox is full or a drop report comes back.
@@ -49,6 +50,76 @@ impl Transmit for OrderSink {
             self.last.insert(p.flow, p.buffer);
             *self.per_flow.entry(p.flow).or_default() += 1;
         }
+    }
+}
+
+/// A scheduler that records what the arbiter asked of it: when each departure
+/// was decided (the time of the dequeue, which is what a link or a shaper
+/// bounds) and each `next_ready` (which the arbiter asks before it sleeps). A
+/// sink sees a packet later than its decision, by as long as the arbiter's
+/// thread waited for a core in between: on a busy machine, milliseconds, which
+/// can bring the hand-offs of two departures decided 5 ms apart within
+/// microseconds of each other.
+struct Recorded<S> {
+    inner: S,
+    log: Arc<Mutex<Log>>,
+}
+
+#[derive(Debug, Default)]
+struct Log {
+    /// The time of each dequeue that returned a packet.
+    decided: Vec<Nanos>,
+    /// Each `next_ready(now)`: `now` and the answer.
+    asked: Vec<(Nanos, Option<Nanos>)>,
+}
+
+impl<S> Recorded<S> {
+    fn new(inner: S) -> (Self, Arc<Mutex<Log>>) {
+        let log = Arc::default();
+        let me = Recorded {
+            inner,
+            log: Arc::clone(&log),
+        };
+        (me, log)
+    }
+}
+
+impl<S: Scheduler> Scheduler for Recorded<S> {
+    fn enqueue(&mut self, pkt: Packet, now: Nanos) -> Result<(), Dropped> {
+        self.inner.enqueue(pkt, now)
+    }
+
+    fn dequeue(&mut self, now: Nanos) -> Option<Packet> {
+        let pkt = self.inner.dequeue(now)?;
+        self.log.lock().unwrap().decided.push(now);
+        Some(pkt)
+    }
+
+    fn next_ready(&self, now: Nanos) -> Option<Nanos> {
+        let next = self.inner.next_ready(now);
+        self.log.lock().unwrap().asked.push((now, next));
+        next
+    }
+
+    fn backlog(&self) -> Backlog {
+        self.inner.backlog()
+    }
+
+    fn counters(&self) -> &Counters {
+        self.inner.counters()
+    }
+
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+}
+
+/// Checks that each packet reached the sink no earlier than its departure was
+/// decided (the arbiter never decides at a time still to come).
+fn handed_on_after_decided(stamps: &[Nanos], decided: &[Nanos]) {
+    assert_eq!(stamps.len(), decided.len(), "one decision per packet");
+    for (i, (s, d)) in stamps.iter().zip(decided).enumerate() {
+        assert!(s >= d, "packet {i} handed on at {s}, decided at {d}");
     }
 }
 
@@ -113,9 +184,11 @@ impl<X> SchedulerCounters for eiffel_pspat::Report<Fifo, X> {
 
 #[test]
 fn full_mailbox_is_reported_at_once_and_bounds_packets_in_flight() {
-    // 1 Mbit/s: a 1500-byte packet takes 12 ms, so the scheduler keeps them.
+    // 1 kbit/s: a 1500-byte packet takes 12 s, so the scheduler keeps them
+    // however long the client thread waits for a core while it fills the
+    // mailbox.
     let cfg = Config {
-        link_rate_bps: 1_000_000,
+        link_rate_bps: 1_000,
         ..small_config()
     };
     let rt = Pspat::start(cfg, Fifo::new(1024), Dispatch::Inline(CountingSink::new(1))).unwrap();
@@ -153,17 +226,19 @@ fn full_mailbox_is_reported_at_once_and_bounds_packets_in_flight() {
 
 #[test]
 fn policy_drops_are_reported_on_the_next_send() {
-    // A scheduler with room for 2 packets and a slow link: most packets are dropped
-    // by the scheduler (QueueFull), which the client learns on its next send.
+    // A scheduler with room for 2 packets and a slow link (12 s per packet):
+    // most packets are dropped by the scheduler (QueueFull), which the client
+    // learns on its next send. The ten go in one batch: sent one by one, the
+    // arbiter could read and drop some before the last was sent, and that send
+    // would report them.
     let cfg = Config {
-        link_rate_bps: 1_000_000,
+        link_rate_bps: 1_000,
         ..small_config()
     };
     let rt = Pspat::start(cfg, Fifo::new(2), Dispatch::Inline(CountingSink::new(1))).unwrap();
     let mut c = rt.client().unwrap();
-    for _ in 0..10 {
-        assert_eq!(send_retrying(&mut c, Packet::new(0, 1500)), 0);
-    }
+    let batch = [Packet::new(0, 1500); 10];
+    assert_eq!(c.send_batch(&batch).unwrap(), 10, "the mailbox holds 10");
     // Wait until the arbiter has read all ten.
     let deadline = Instant::now() + Duration::from_secs(5);
     while rt.stats().received < 10 {
@@ -213,7 +288,7 @@ fn arbiter_sleeps_when_idle_and_a_send_wakes_it() {
 #[test]
 fn the_link_rate_is_not_exceeded() {
     // 100 packets of 1250 bytes at 100 Mbit/s: 100 us each, 10 ms in all. The last
-    // can leave no earlier than 9.9 ms after the first.
+    // can be released no earlier than 9.9 ms after the first.
     let cfg = Config {
         link_rate_bps: 100_000_000,
         ..small_config()
@@ -225,7 +300,8 @@ fn the_link_rate_is_not_exceeded() {
             self.0.extend(batch.iter().map(|_| now));
         }
     }
-    let rt = Pspat::start(cfg, Fifo::new(256), Dispatch::Inline(Stamps::default())).unwrap();
+    let (fifo, log) = Recorded::new(Fifo::new(256));
+    let rt = Pspat::start(cfg, fifo, Dispatch::Inline(Stamps::default())).unwrap();
     let mut c = rt.client().unwrap();
     for _ in 0..100 {
         send_retrying(&mut c, Packet::new(0, 1250));
@@ -234,8 +310,11 @@ fn the_link_rate_is_not_exceeded() {
     let report = rt.shutdown(ShutdownMode::Drain);
     let stamps = &report.sinks[0].0;
     assert_eq!(stamps.len(), 100);
-    let span = stamps[99] - stamps[0];
-    assert!(span >= 9_800_000, "100 packets left in {span} ns");
+    let log = log.lock().unwrap();
+    let decided = &log.decided;
+    handed_on_after_decided(stamps, decided);
+    let span = decided[99] - decided[0];
+    assert!(span >= 9_900_000, "100 packets released in {span} ns");
 }
 
 #[test]
@@ -374,13 +453,14 @@ impl Transmit for TimedSink {
     }
 }
 
-/// A tree of one leaf, the root, limited to one 1500-byte packet every 5 ms.
-fn paced_tree() -> eiffel_sched::PolicyTree {
+/// A tree of one leaf, the root, limited to one 1500-byte packet every
+/// `interval_ms` ms.
+fn paced_tree(interval_ms: u64) -> eiffel_sched::PolicyTree {
     use eiffel_sched::tree::{NodeSpec, RateLimit, TreeSpec};
     let mut spec = TreeSpec::new(64);
     let mut root = NodeSpec::new("root", None);
     root.limit = Some(RateLimit {
-        rate: eiffel_sched::Rate::from_bps(1500 * 8 * 200),
+        rate: eiffel_sched::Rate::from_bps(1500 * 8 * 1000 / interval_ms),
         burst: 1500,
     });
     spec.add(root);
@@ -399,11 +479,19 @@ fn arbiter_sleeps_until_the_next_departure_or_arrival_without_polling() {
         max_clients: 2,
         ..Config::default()
     };
-    let rt = Pspat::start(cfg, paced_tree(), Dispatch::Inline(sink)).unwrap();
+    let tw = cfg.idle_spin.as_nanos() as Nanos;
+    let (tree, log) = Recorded::new(paced_tree(5));
+    let rt = Pspat::start(cfg, tree, Dispatch::Inline(sink)).unwrap();
     let mut client = rt.client().unwrap();
 
-    // Idle: after the start-up spin the arbiter sleeps once and stays asleep.
-    std::thread::sleep(Duration::from_millis(20));
+    // Idle: after the start-up spin the arbiter sleeps once and stays asleep. Its
+    // statistics are published before it sleeps; a fixed wait instead could end
+    // before a thread that waited for a core has finished its spin.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while rt.stats().sleeps == 0 {
+        assert!(Instant::now() < deadline, "the idle arbiter never slept");
+        std::thread::sleep(Duration::from_millis(1));
+    }
     let before = rt.stats();
     std::thread::sleep(Duration::from_millis(300));
     let idle = rt.stats();
@@ -429,35 +517,55 @@ fn arbiter_sleeps_until_the_next_departure_or_arrival_without_polling() {
     while times.lock().unwrap().len() < N && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
-    std::thread::sleep(Duration::from_millis(20));
-    let shaped = rt.stats();
-    let times = times.lock().unwrap().clone();
-    assert_eq!(times.len(), N, "all packets delivered");
-    // GCRA with a one-packet burst: the first leaves at once, each later one 5 ms
-    // after the previous, at most one shaper slot (15 us) early.
-    for w in times.windows(2) {
-        assert!(
-            w[1] - w[0] >= 5_000_000 - 2 * 16_000,
-            "released early: {times:?}"
-        );
-    }
-    let timer = shaped.timer_wakeups - idle.timer_wakeups;
-    let sleeps = shaped.sleeps - idle.sleeps;
-    assert!(
-        (N as u64 - 2..=N as u64 + 1).contains(&timer),
-        "{timer} timer wake-ups for {N} departures: {idle:?} -> {shaped:?}"
-    );
-    assert!(
-        sleeps <= N as u64 + 2,
-        "{sleeps} sleeps for {N} departures: {idle:?} -> {shaped:?}"
-    );
-    // Between departures the arbiter spins Tw (50 rounds of 1 us) and sleeps: far
-    // fewer rounds than 1 us polling over 45 ms would run.
-    let rounds = shaped.rounds - idle.rounds;
-    assert!(rounds < 45_000 / 4, "{rounds} rounds: polling?");
     drop(client);
     let report = rt.shutdown(ShutdownMode::Drain);
     assert_eq!(report.totals().delivered, N as u64);
+    // The counts up to the end: the arbiter publishes a round's counts after it
+    // hands the round's packets on, so the sink's count alone does not say
+    // that the last wake-up is counted yet.
+    let end = report.stats;
+    let times = times.lock().unwrap().clone();
+    assert_eq!(times.len(), N, "all packets delivered");
+    let log = log.lock().unwrap();
+    let decided = &log.decided;
+    handed_on_after_decided(&times, decided);
+    // GCRA with a one-packet burst: the first leaves at once, each later one 5 ms
+    // after the previous, at most one shaper slot (15 us) early.
+    for w in decided.windows(2) {
+        assert!(
+            w[1] - w[0] >= 5_000_000 - 2 * 16_000,
+            "released early: {decided:?}"
+        );
+    }
+    // The departures the arbiter slept for: after the previous one it asked for
+    // the next with more than Tw to wait, so it slept until then, woken by its
+    // timer (no client sends and no command runs to wake it otherwise). On an
+    // idle machine that is every departure but the first; a thread that lost
+    // its core for milliseconds after a departure may find the next one due
+    // without having slept.
+    let slept_for = decided
+        .windows(2)
+        .filter(|w| {
+            log.asked.iter().any(|&(now, next)| {
+                (w[0]..w[1]).contains(&now) && next.is_some_and(|t| t > now + tw)
+            })
+        })
+        .count() as u64;
+    let timer = end.timer_wakeups - idle.timer_wakeups;
+    let sleeps = end.sleeps - idle.sleeps;
+    assert!(
+        (slept_for..=N as u64 + 1).contains(&timer),
+        "{timer} timer wake-ups for {N} departures, {slept_for} slept for: {idle:?} -> {end:?}"
+    );
+    // One sleep per departure slept for, and the last one, with nothing left.
+    assert!(
+        sleeps <= N as u64 + 2,
+        "{sleeps} sleeps for {N} departures: {idle:?} -> {end:?}"
+    );
+    // Between departures the arbiter spins Tw (50 rounds of 1 us) and sleeps: far
+    // fewer rounds than 1 us polling over 45 ms would run.
+    let rounds = end.rounds - idle.rounds;
+    assert!(rounds < 45_000 / 4, "{rounds} rounds: polling?");
 }
 
 /// `with_scheduler` runs on the arbiter, wakes it when it sleeps, and a closure
@@ -468,8 +576,10 @@ fn commands_replace_the_scheduler_and_drops_reach_the_hook() {
     let dropped = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let hook_dropped = std::sync::Arc::clone(&dropped);
     let cfg = Config {
-        // 1500 bytes take 12 ms: the scheduler keeps most of the packets.
-        link_rate_bps: 1_000_000,
+        // 1500 bytes take 120 ms: the scheduler keeps all but the first packet
+        // until the command runs, unless the machine stalls the test for a
+        // second; the final drain waits for the first one at most.
+        link_rate_bps: 100_000,
         max_clients: 2,
         ..Config::default()
     };
@@ -496,7 +606,16 @@ fn commands_replace_the_scheduler_and_drops_reach_the_hook() {
     for seq in 100..110u32 {
         send_retrying(&mut client, Packet::new(0, 1500).buffer(seq));
     }
-    std::thread::sleep(Duration::from_millis(5));
+    // The arbiter runs a command before it reads the mailboxes: wait until it
+    // has read all ten, so that the last one is in the scheduler.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while rt.stats().received < 10 {
+        assert!(
+            Instant::now() < deadline,
+            "the arbiter never read the packets"
+        );
+        std::thread::yield_now();
+    }
     // Move everything into a fresh FIFO, dropping the last packet, and speed the
     // link up.
     let (moved, gone) = rt
@@ -541,7 +660,15 @@ fn discard_drops_what_a_shaper_still_holds() {
         max_clients: 2,
         ..Config::default()
     };
-    let rt = Pspat::start(cfg, paced_tree(), Dispatch::Inline(CountingSink::new(1))).unwrap();
+    // One packet every 10 s: the first may leave before the shutdown, the
+    // other nine are held back however late the shutdown comes (at one every
+    // 5 ms, a test thread that waited 45 ms for a core saw all ten leave).
+    let rt = Pspat::start(
+        cfg,
+        paced_tree(10_000),
+        Dispatch::Inline(CountingSink::new(1)),
+    )
+    .unwrap();
     let mut client = rt.client().unwrap();
     for seq in 0..10u32 {
         send_retrying(&mut client, Packet::new(0, 1500).buffer(seq));
@@ -551,7 +678,7 @@ fn discard_drops_what_a_shaper_still_holds() {
     let report = rt.shutdown(ShutdownMode::Discard);
     let t = report.totals();
     let shutdown = t.dropped.get(DropReason::Shutdown);
-    assert!(shutdown >= 5, "{t:?}");
+    assert!(shutdown >= 9, "{t:?}");
     assert_eq!(t.delivered + shutdown, 10, "{t:?}");
     assert_eq!(
         eiffel_sched::Scheduler::backlog(&report.scheduler).packets,
