@@ -27,6 +27,7 @@ fn main() {
         match pkg_config::Config::new().cargo_metadata(true).probe(lib) {
             Ok(found) => include.extend(found.include_paths),
             Err(e) => {
+                watch_pkg_config_dirs();
                 println!(
                     "cargo:warning=eiffel-net is built without AF_XDP: {lib} not found ({e}); \
                      install libxdp-dev and libbpf-dev (scripts/setup.d/xdp.sh)"
@@ -42,4 +43,27 @@ fn main() {
     }
     shim.compile("eiffel_xsk_shim");
     println!("cargo:rustc-cfg=eiffel_xdp");
+}
+
+/// Without the libraries, a later install must rebuild the crate with AF_XDP:
+/// the build reruns when a directory pkg-config searches changes (a new `.pc`
+/// file), not only when this crate's sources do.
+fn watch_pkg_config_dirs() {
+    let mut dirs: Vec<String> = std::env::var("PKG_CONFIG_PATH")
+        .unwrap_or_default()
+        .split(':')
+        .map(str::to_owned)
+        .collect();
+    if let Ok(out) = std::process::Command::new("pkg-config")
+        .args(["--variable", "pc_path", "pkg-config"])
+        .output()
+    {
+        let text = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        dirs.extend(text.split(':').map(str::to_owned));
+    }
+    for dir in dirs {
+        if !dir.is_empty() && std::path::Path::new(&dir).is_dir() {
+            println!("cargo:rerun-if-changed={dir}");
+        }
+    }
 }

@@ -79,6 +79,7 @@ impl Tags {
         }
     }
 
+    #[inline]
     fn take(&mut self) -> u32 {
         let tag = self.free;
         assert!(

@@ -279,17 +279,24 @@ impl<C: PacketCore> Scheduler for PerFlow<C> {
     #[inline(always)]
     fn dequeue(&mut self, _now: Nanos) -> Option<Packet> {
         let pool = &mut self.pool;
-        let pkt = self.core.serve(|flow, slot| {
-            let popped = pool.pop_front_next(&mut slot.fifo);
-            debug_assert!(
-                popped.is_some(),
-                "core chose flow {flow}, whose FIFO is empty"
-            );
-            match popped {
-                Some((pkt, next)) => (Some(pkt), next),
-                None => (None, None),
-            }
-        })??;
+        // NB: the closure always inlined too: out of line (as in the PSPAT
+        // arbiter's release loop, where the inliner's budget ran out) it returned
+        // the packet through the stack, and the caller's reload of it waited on
+        // those stores.
+        let pkt = self.core.serve(
+            #[inline(always)]
+            |flow, slot| {
+                let popped = pool.pop_front_next(&mut slot.fifo);
+                debug_assert!(
+                    popped.is_some(),
+                    "core chose flow {flow}, whose FIFO is empty"
+                );
+                match popped {
+                    Some((pkt, next)) => (Some(pkt), next),
+                    None => (None, None),
+                }
+            },
+        )??;
         self.counters.on_dequeue(pkt.len);
         Some(pkt)
     }

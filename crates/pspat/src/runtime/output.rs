@@ -53,7 +53,7 @@ impl<X: Transmit> Output<X> {
     /// The buffer is written into the stored copy, after the descriptor: patched
     /// before, the whole-descriptor copy would load the patch while its store is
     /// still in flight and wait for it.
-    #[inline]
+    #[inline(always)]
     pub(super) fn push(&mut self, mut pkt: Packet, buffer: u32, shared: &Shared) -> bool {
         match self {
             Output::Inline { sink, batch } => {
