@@ -207,8 +207,6 @@ fn start_eiffel(bed: &Testbed, dir: &Path, arch: &str) -> Result<Middle, BenchEr
     if arch.ends_with("inline") {
         args.push("--inline-dispatch");
     }
-    let extra = std::env::var("EIFFEL_BENCH_SHAPE_ARGS").unwrap_or_default();
-    args.extend(extra.split_whitespace());
     let mut bg = bed.spawn(Role::Middle, &args)?;
     let deadline = Instant::now() + Duration::from_secs(10);
     while std::os::unix::net::UnixStream::connect(&socket).is_err() {
