@@ -91,16 +91,36 @@ impl LatencyHistograms {
         bump(&self.cells[base + LATENCY_BUCKETS], ns);
     }
 
-    /// Adds the histogram of position `leaf` to `counts` and `sum`.
+    /// The histograms of positions `0..positions` as they are now. A snapshot
+    /// reads them before the tree's counters: a packet is counted as sent when
+    /// it leaves the tree, before the dispatcher records its sojourn, so no
+    /// histogram then holds more packets than its node has sent.
+    pub(crate) fn read(&self, positions: usize) -> LatencyReading {
+        let n = positions.min(MAX_LATENCY_NODES) * STRIDE;
+        LatencyReading(
+            self.cells[..n]
+                .iter()
+                .map(|c| c.load(Ordering::Relaxed))
+                .collect(),
+        )
+    }
+}
+
+/// The histograms as [`LatencyHistograms::read`] found them.
+#[derive(Debug)]
+pub(crate) struct LatencyReading(Box<[u64]>);
+
+impl LatencyReading {
+    /// Adds the histogram of position `leaf` to `counts` and `sum` (nothing for
+    /// a position that was not read).
     pub(crate) fn add_to(&self, leaf: usize, counts: &mut [u64; LATENCY_BUCKETS], sum: &mut u64) {
-        if leaf >= MAX_LATENCY_NODES {
+        let Some(cells) = self.0.get(leaf * STRIDE..(leaf + 1) * STRIDE) else {
             return;
+        };
+        for (c, cell) in counts.iter_mut().zip(cells) {
+            *c += cell;
         }
-        let base = leaf * STRIDE;
-        for (i, c) in counts.iter_mut().enumerate() {
-            *c += self.cells[base + i].load(Ordering::Relaxed);
-        }
-        *sum += self.cells[base + LATENCY_BUCKETS].load(Ordering::Relaxed);
+        *sum += cells[LATENCY_BUCKETS];
     }
 }
 
@@ -123,9 +143,20 @@ mod tests {
         h.record(3, 20_000);
         h.record(3, 2_000_000);
         h.record(MAX_LATENCY_NODES, 1);
+        let reading = h.read(MAX_LATENCY_NODES + 1);
         let (mut counts, mut sum) = ([0; LATENCY_BUCKETS], 0);
-        h.add_to(3, &mut counts, &mut sum);
+        reading.add_to(3, &mut counts, &mut sum);
         assert_eq!(counts.iter().sum::<u64>(), 2);
         assert_eq!((counts[1], counts[7], sum), (1, 1, 2_020_000));
+        // A reading is a copy: later records do not change it.
+        h.record(3, 20_000);
+        let (mut again, mut sum_again) = ([0; LATENCY_BUCKETS], 0);
+        reading.add_to(3, &mut again, &mut sum_again);
+        assert_eq!((again, sum_again), (counts, sum));
+        // Positions beyond those read add nothing.
+        let short = h.read(3);
+        let (mut none, mut zero) = ([0; LATENCY_BUCKETS], 0);
+        short.add_to(3, &mut none, &mut zero);
+        assert_eq!((none, zero), ([0; LATENCY_BUCKETS], 0));
     }
 }

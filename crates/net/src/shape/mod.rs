@@ -952,8 +952,9 @@ impl Bump {
     /// # Errors
     /// The runtime is stopping.
     pub fn snapshot(&self) -> Result<Snapshot, ShapeError> {
+        let latency = self.side.read_latency();
         let sample = self.sample()?;
-        Ok(self.side.assemble(&sample, self.rt.stats(), None))
+        Ok(self.side.assemble(&sample, &latency, self.rt.stats(), None))
     }
 }
 
@@ -1051,8 +1052,9 @@ impl Bump {
         for mut e in end {
             e.fillers.reclaim();
         }
+        let latency = side.read_latency();
         let sample = sample_tree(report.scheduler.tree());
-        side.assemble(&sample, report.stats, Some(&report))
+        side.assemble(&sample, &latency, report.stats, Some(&report))
     }
 
     /// Descriptors the drop hook found not queued (0 unless something is broken).

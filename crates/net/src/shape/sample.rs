@@ -11,7 +11,7 @@ use eiffel_pspat::{LiveStats, Report};
 use eiffel_sched::{Backlog, Counters, DropReason, PolicyTree, Scheduler};
 
 use super::egress::Egress;
-use super::latency::{LatencyHistograms, LATENCY_BUCKETS};
+use super::latency::{LatencyReading, LATENCY_BUCKETS};
 use super::live::LiveTree;
 use super::stats::{
     self, put, Accounting, LatencyStats, NodeStats, PoolStats, SchedulerStats, Snapshot,
@@ -139,7 +139,7 @@ impl Rates {
 }
 
 /// Every node's latency histogram: the sum of its leaves'.
-fn node_latency(nodes: &[NodeInfo], h: &LatencyHistograms) -> Vec<LatencyStats> {
+fn node_latency(nodes: &[NodeInfo], h: &LatencyReading) -> Vec<LatencyStats> {
     let mut out = vec![([0u64; LATENCY_BUCKETS], 0u64); nodes.len()];
     for (leaf, _) in nodes.iter().enumerate().filter(|(_, n)| n.leaf) {
         let (mut counts, mut sum) = ([0u64; LATENCY_BUCKETS], 0u64);
@@ -164,7 +164,7 @@ fn node_stats(
     policy: &PolicyState,
     rates: &Rates,
     sample: &TreeSample,
-    latency: &LatencyHistograms,
+    latency: &LatencyReading,
 ) -> Vec<NodeStats> {
     let mut latency = node_latency(&policy.nodes, latency).into_iter();
     policy
@@ -247,11 +247,19 @@ fn nanos(d: Duration) -> u64 {
 }
 
 impl Side {
-    /// The snapshot of `sample` and every counter; `last` is the runtime's final
-    /// report once it has stopped.
+    /// The latency histograms now: read before the tree is sampled (see
+    /// [`super::latency::LatencyHistograms::read`]).
+    pub(super) fn read_latency(&self) -> LatencyReading {
+        let positions = lock(&self.policy).nodes.len();
+        self.egress_counters.latency.read(positions)
+    }
+
+    /// The snapshot of `sample`, `latency` (read before it) and every counter;
+    /// `last` is the runtime's final report once it has stopped.
     pub(super) fn assemble(
         &self,
         sample: &TreeSample,
+        latency: &LatencyReading,
         live: LiveStats,
         last: Option<&Report<LiveTree, Egress>>,
     ) -> Snapshot {
@@ -291,7 +299,7 @@ impl Side {
             uptime_ns: nanos(self.started.elapsed()),
             link_rate_bps: self.link_rate_bps.load(Ordering::Relaxed),
             rate_interval_ns: nanos(rates.interval),
-            nodes: node_stats(&policy, &rates, sample, &self.egress_counters.latency),
+            nodes: node_stats(&policy, &rates, sample, latency),
             ingress,
             scheduler,
             egress,
