@@ -2,8 +2,9 @@
 //! single-consumer rings a user would pick instead (`rtrb`, `ringbuf`, and
 //! `crossbeam`'s `ArrayQueue`), in the same run: a producer thread on one CPU moves
 //! values to a consumer on the other, one at a time (each ring's single-value
-//! push and pop) and in batches (each ring's slice or chunk calls; ours reads in
-//! place with `read_with`, as rtrb's chunks do), for a
+//! push and pop) and in batches (each ring's slice or chunk calls; ours writes
+//! in place with `push_iter` and reads in place with `read_with`, as rtrb's
+//! chunks do), for a
 //! pointer-sized value (what the paper's mailboxes carry) and for a packet
 //! descriptor (what the PSPAT runtime carries). Each figure is the median of
 //! several runs with its spread, next to the cross-CPU round trip measured before
@@ -261,27 +262,20 @@ fn fastforward<T: Item>(setup: Setup) -> Duration {
     let (mut tx, mut rx) = mailbox::<T>(setup.capacity).expect("capacity in range");
     let (n, batch) = (setup.count, setup.batch.max(1));
     let produce = move || {
-        let mut step = 0;
-        let mut buf: Vec<T> = Vec::with_capacity(batch);
-        let mut i = 0;
+        let (mut i, mut step) = (0, 0);
         while i < n {
-            buf.clear();
-            buf.extend((i..n.min(i + batch as u64)).map(T::make));
-            let mut sent = 0;
-            while sent < buf.len() {
-                let k = tx.push_slice(&buf[sent..]);
-                if k == 0 {
-                    backoff(&mut step);
-                }
-                sent += k;
+            let end = n.min(i + batch as u64);
+            let k = tx.push_iter((i..end).map(T::make));
+            if k == 0 {
+                backoff(&mut step);
             }
-            i += buf.len() as u64;
+            i += k as u64;
         }
     };
     let consume = move || {
         let (mut got, mut sum, mut step) = (0, 0u64, 0);
         while got < n {
-            let k = rx.read_with(batch, |v| sum += black_box(&v).seq());
+            let k = rx.read_with(batch, |v| sum += black_box(v).seq());
             if k == 0 {
                 backoff(&mut step);
                 continue;

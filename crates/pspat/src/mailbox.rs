@@ -140,7 +140,7 @@ impl<T> Slots<T> {
 
     #[allow(unsafe_code)]
     fn new(len: usize) -> Self {
-        assert!(len > 0 && len <= MAX_SLOTS);
+        assert!(len.is_power_of_two() && len <= MAX_SLOTS);
         let layout = Self::layout(len);
         // SAFETY: the layout has a non-zero size (`len > 0`, slots are not zero-sized:
         // they hold a flag).
@@ -168,15 +168,24 @@ impl<T> Slots<T> {
         }
     }
 
-    /// Slot `i`, `i < len`.
+    /// The slot of index `i` modulo `len`.
     #[inline]
     #[allow(unsafe_code)]
     fn get(&self, i: usize) -> &Slot<T> {
-        assert!(i < self.len, "slot {i} of {}", self.len);
-        // SAFETY: slot `i` was initialised in `new` and lives until `drop`; shared
-        // references are all the ring hands out (mutation goes through the slot's
-        // atomics and `UnsafeCell`).
-        unsafe { &*self.base.as_ptr().add(i * self.stride).cast::<Slot<T>>() }
+        // `len` is a power of two: the slot is in the ring whatever `i`, with
+        // no bounds check; the stride is a constant of `T` (a shift).
+        let i = i & (self.len - 1);
+        debug_assert_eq!(self.stride, stride_of::<T>());
+        // SAFETY: slot `i < len` was initialised in `new` and lives until `drop`;
+        // shared references are all the ring hands out (mutation goes through the
+        // slot's atomics and `UnsafeCell`).
+        unsafe {
+            &*self
+                .base
+                .as_ptr()
+                .add(i * stride_of::<T>())
+                .cast::<Slot<T>>()
+        }
     }
 }
 
@@ -185,7 +194,14 @@ impl<T> Slots<T> {
     #[inline]
     fn prefetch(&self, i: usize) {
         debug_assert!(i < self.len);
-        crate::prefetch::prefetch(self.base.as_ptr().wrapping_add(i * self.stride));
+        crate::prefetch::prefetch(self.base.as_ptr().wrapping_add(i * stride_of::<T>()));
+    }
+
+    /// Hints the CPU to take slot `i`, `i < len`, for writing.
+    #[inline]
+    fn prefetch_write(&self, i: usize) {
+        debug_assert!(i < self.len);
+        crate::prefetch::prefetch_write(self.base.as_ptr().wrapping_add(i * stride_of::<T>()));
     }
 }
 
@@ -385,7 +401,7 @@ impl<T: Copy + Send> Producer<T> {
     #[inline]
     pub fn push(&mut self, value: T) -> Result<(), PushError<T>> {
         if self.room() {
-            self.put(value);
+            self.put(&value);
             Ok(())
         } else {
             Err(PushError::Full(value))
@@ -408,13 +424,66 @@ impl<T: Copy + Send> Producer<T> {
     /// ```
     #[inline]
     pub fn push_slice(&mut self, values: &[T]) -> usize {
-        for (i, &v) in values.iter().enumerate() {
+        self.claim_lines(values.len());
+        let mut n = values.len();
+        for (i, v) in values.iter().enumerate() {
             if !self.room() {
-                return i;
+                n = i;
+                break;
             }
             self.put(v);
         }
-        values.len()
+        n
+    }
+
+    /// Appends values taken from `values` while there is room, writing each
+    /// straight into its slot; returns how many. The iterator is not advanced
+    /// past the last value written. Lines are claimed as in
+    /// [`Producer::push_slice`].
+    ///
+    /// ```
+    /// use eiffel_pspat::mailbox::mailbox;
+    /// let (mut tx, mut rx) = mailbox::<u64>(8).unwrap();
+    /// let cap = tx.capacity();
+    /// let mut values = 0..;
+    /// assert_eq!(tx.push_iter(&mut values), cap);
+    /// assert_eq!(values.next(), Some(cap as u64));
+    /// let mut sum = 0;
+    /// assert_eq!(rx.read_with(cap, |v| sum += *v), cap);
+    /// assert_eq!(sum, (0..cap as u64).sum());
+    /// ```
+    #[inline]
+    pub fn push_iter(&mut self, values: impl IntoIterator<Item = T>) -> usize {
+        let mut values = values.into_iter();
+        self.claim_lines(values.size_hint().0);
+        let mut n = 0;
+        while self.room() {
+            let Some(v) = values.next() else { break };
+            self.put(&v);
+            n += 1;
+        }
+        n
+    }
+
+    /// Hints the CPU to take for writing the slots of the next `count` values
+    /// that the last loaded `cleared` shows free, one hint per cache line.
+    #[inline]
+    fn claim_lines(&self, count: usize) {
+        let p = &*self.inner;
+        let capacity = p.ring.mask + 1 - p.ring.line;
+        let free = capacity.saturating_sub(p.tail.wrapping_sub(p.cleared));
+        let n = count.min(free.max(p.line_end - p.tail));
+        let slots = &p.ring.slots;
+        let per_line = (crate::pad::CACHE_LINE / stride_of::<T>()).max(1);
+        let mut i = 0;
+        while i < n {
+            slots.prefetch_write(p.tail.wrapping_add(i) & p.ring.mask);
+            i += per_line;
+        }
+        if n > 1 {
+            // The last line when the first value is not at a line's start.
+            slots.prefetch_write(p.tail.wrapping_add(n - 1) & p.ring.mask);
+        }
     }
 
     /// Whether the next slot may be written: inside the current line, or the next
@@ -437,7 +506,7 @@ impl<T: Copy + Send> Producer<T> {
 
     /// Writes the next slot; [`Producer::room`] returned true.
     #[inline]
-    fn put(&mut self, value: T) {
+    fn put(&mut self, value: &T) {
         let p = &mut *self.inner;
         debug_assert!(p.tail < p.line_end, "put without room");
         let slot = p.ring.slots.get(p.tail & p.ring.mask);
@@ -456,7 +525,10 @@ impl<T: Copy + Send> Producer<T> {
             // only producer.
             #[allow(unsafe_code)]
             unsafe {
-                ptr.write(MaybeUninit::new(value));
+                // Memory to memory: a value passed by value went through the
+                // stack first, and the slot's loads of it waited on those
+                // stores (a failed store-to-load forward each).
+                ptr.cast::<T>().copy_from_nonoverlapping(value, 1);
             }
         });
         slot.mark.store(mark_of(p.tail), Ordering::Release);
@@ -528,11 +600,12 @@ impl<T: Copy + Send> Consumer<T> {
     /// capacity if it has room for `max`. Takes what [`Consumer::read_with`] takes.
     #[inline]
     pub fn read_many(&mut self, out: &mut Vec<T>, max: usize) -> usize {
-        self.read_with(max, |v| out.push(v))
+        self.read_with(max, |v| out.push(*v))
     }
 
-    /// Hands the waiting values, at most `max`, to `each` in order, straight
-    /// from their slots; returns how many. Slots stay occupied until
+    /// Hands the waiting values, at most `max`, to `each` in order, by reference
+    /// to their slots (nothing is copied that `each` does not copy); returns how
+    /// many. Slots stay occupied until
     /// [`Consumer::release`].
     ///
     /// A run whose last slot is marked is taken without per-slot checks.
@@ -553,16 +626,16 @@ impl<T: Copy + Send> Consumer<T> {
     /// let (mut tx, mut rx) = mailbox::<u64>(8).unwrap();
     /// assert_eq!(tx.push_slice(&[1, 2, 3]), 3);
     /// let mut sum = 0;
-    /// assert_eq!(rx.read_with(8, |v| sum += v), 3);
+    /// assert_eq!(rx.read_with(8, |v| sum += *v), 3);
     /// assert_eq!(sum, 6);
     /// rx.release(3);
     /// ```
     #[inline]
-    pub fn read_with(&mut self, max: usize, mut each: impl FnMut(T)) -> usize {
+    pub fn read_with(&mut self, max: usize, mut each: impl FnMut(&T)) -> usize {
         let n = self.ready(max);
         let c = &mut *self.inner;
         let slots = &c.ring.slots;
-        let per_line = (crate::pad::CACHE_LINE / slots.stride).max(1);
+        let per_line = (crate::pad::CACHE_LINE / stride_of::<T>()).max(1);
         let mut i = 0;
         while i < n {
             slots.prefetch(c.head.wrapping_add(i) & c.ring.mask);
@@ -571,18 +644,17 @@ impl<T: Copy + Send> Consumer<T> {
         for _ in 0..n {
             let slot = slots.get(c.head & c.ring.mask);
             debug_assert_eq!(slot.mark.load(Ordering::Relaxed), mark_of(c.head));
-            let value = slot.value.with(|ptr| {
+            c.head = c.head.wrapping_add(1);
+            slot.value.with(|ptr| {
                 // SAFETY: `ready` saw (acquire) the mark of this slot or of a later
                 // one; the producer writes each value before marking it and fills
                 // slots in order, so the value is written, and it does not write
-                // this slot again until we release it.
+                // this slot again until we release it, which takes `&mut self`:
+                // the reference does not outlive this call.
                 #[allow(unsafe_code)]
-                unsafe {
-                    ptr.read().assume_init()
-                }
+                let value = unsafe { (*ptr).assume_init_ref() };
+                each(value);
             });
-            c.head = c.head.wrapping_add(1);
-            each(value);
         }
         n
     }
@@ -808,7 +880,7 @@ mod tests {
         fn matches_a_bounded_fifo(
             lines_log in 1u32..4,
             line_log in 0u32..3,
-            ops in proptest::collection::vec(0u8..6, 0..200),
+            ops in proptest::collection::vec(0u8..8, 0..200),
         ) {
             let (lines, line) = (1usize << lines_log, 1usize << line_log);
             let (mut tx, mut rx) = with_geometry::<u32>(lines, line);
@@ -844,7 +916,7 @@ mod tests {
                             read_unreleased += 1;
                         }
                     }
-                    4 => {
+                    4 | 6 => {
                         // A batch of three: the prefix the single-push rule admits.
                         let cleared = released / line * line;
                         let mut fits = 0;
@@ -853,9 +925,25 @@ mod tests {
                         }
                         let values: Vec<u32> =
                             (0..3).map(|k| u32::try_from(pushed + k).unwrap()).collect();
-                        proptest::prop_assert_eq!(tx.push_slice(&values), fits);
+                        if op == 4 {
+                            proptest::prop_assert_eq!(tx.push_slice(&values), fits);
+                        } else {
+                            let mut iter = values.iter().copied();
+                            proptest::prop_assert_eq!(tx.push_iter(&mut iter), fits);
+                            // Not advanced past the last value written.
+                            proptest::prop_assert_eq!(iter.next(), values.get(fits).copied());
+                        }
                         model.extend(&values[..fits]);
                         pushed += fits;
+                    }
+                    7 => {
+                        let mut got = Vec::new();
+                        let n = rx.read_with(4, |v| got.push(*v));
+                        proptest::prop_assert_eq!(n, got.len());
+                        for v in got {
+                            proptest::prop_assert_eq!(Some(v), model.pop_front());
+                        }
+                        read_unreleased += n;
                     }
                     5 => {
                         let mut out = Vec::new();
@@ -884,6 +972,45 @@ mod tests {
                 proptest::prop_assert_eq!(rx.unreleased(), read_unreleased);
             }
         }
+    }
+
+    /// A producer mixing batches (slices and iterators) with single pushes,
+    /// against a consumer reading in place: every value once, in order.
+    #[test]
+    fn threads_mix_batches_and_single_pushes_in_order() {
+        let n: u32 = if cfg!(miri) { 64 } else { 200_000 };
+        let (mut tx, mut rx) = mailbox::<u32>(16).unwrap();
+        let producer = std::thread::spawn(move || {
+            let mut next = 0;
+            while next < n {
+                let sent = match next % 7 {
+                    0 => tx.push(next).map_or(0, |()| 1),
+                    1..=3 => {
+                        let end = n.min(next + 5);
+                        let values: Vec<u32> = (next..end).collect();
+                        tx.push_slice(&values)
+                    }
+                    _ => tx.push_iter(next..n.min(next + 9)),
+                };
+                if sent == 0 {
+                    std::thread::yield_now();
+                }
+                next += u32::try_from(sent).unwrap();
+            }
+        });
+        let mut expect = 0;
+        while expect < n {
+            let k = rx.read_with(6, |&v| {
+                assert_eq!(v, expect);
+                expect += 1;
+            });
+            if k == 0 {
+                std::thread::yield_now();
+            }
+            rx.release(k);
+        }
+        producer.join().unwrap();
+        assert!(rx.is_empty());
     }
 
     #[test]
@@ -1014,6 +1141,31 @@ mod loom_tests {
             }
             producer.join().unwrap();
             assert_eq!(got, [0, 1, 2, 3]);
+        });
+    }
+
+    /// A batch written from an iterator, then a single push, read in place:
+    /// the consumer never reads a slot the producer has not finished.
+    #[test]
+    fn a_batch_then_a_single_push() {
+        loom::model(|| {
+            let (mut tx, mut rx) = with_geometry::<u32>(2, 2);
+            let producer = thread::spawn(move || {
+                assert_eq!(tx.push_iter(0..2), 2);
+                while tx.push(2).is_err() {
+                    thread::yield_now();
+                }
+            });
+            let mut got = Vec::with_capacity(3);
+            while got.len() < 3 {
+                let n = rx.read_with(2, |&v| got.push(v));
+                if n == 0 {
+                    thread::yield_now();
+                }
+                rx.release(n);
+            }
+            producer.join().unwrap();
+            assert_eq!(got, [0, 1, 2]);
         });
     }
 

@@ -280,7 +280,8 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
     /// One scheduler entry per packet. Returns how many were read.
     fn admit_each(&mut self, client: u32, now: Nanos) -> usize {
         let (tags, sched, drops) = (&mut self.tags, &mut self.sched, &mut self.enqueue_drops);
-        self.consumers[client as usize].read_with(VISIT_MAX, |mut pkt| {
+        self.consumers[client as usize].read_with(VISIT_MAX, |pkt| {
+            let mut pkt = *pkt;
             pkt.buffer = tags.insert(client, pkt.buffer);
             submit(sched, drops, pkt, now);
         })
@@ -295,6 +296,7 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         let (tags, sched, drops) = (&mut self.tags, &mut self.sched, &mut self.enqueue_drops);
         let mut open: Option<Run> = None;
         let n = self.consumers[client as usize].read_with(VISIT_MAX, |pkt| {
+            let pkt = *pkt;
             let bytes = u64::from(pkt.len);
             if let Some(run) = open.as_mut() {
                 if run.first.flow == pkt.flow
