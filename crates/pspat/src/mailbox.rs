@@ -203,6 +203,39 @@ impl<T> Slots<T> {
         debug_assert!(i < self.len);
         crate::prefetch::prefetch_write(self.base.as_ptr().wrapping_add(i * stride_of::<T>()));
     }
+
+    /// Hints every cache line of the `n` slots from absolute index `first` on
+    /// (modulo `len`), one hint per line, for `access`.
+    #[inline]
+    fn hint_run(&self, first: usize, n: usize, access: Access) {
+        let hint = |i: usize| {
+            let i = i & (self.len - 1);
+            match access {
+                Access::Read => self.prefetch(i),
+                Access::Write => self.prefetch_write(i),
+            }
+        };
+        let per_line = (crate::pad::CACHE_LINE / stride_of::<T>()).max(1);
+        let mut i = 0;
+        while i < n {
+            hint(first.wrapping_add(i));
+            i += per_line;
+        }
+        if n > 1 && first % per_line != 0 {
+            // The last line, which the steps above miss when the run starts
+            // inside a line.
+            hint(first.wrapping_add(n - 1));
+        }
+    }
+}
+
+/// What a run of slots is hinted for.
+#[derive(Clone, Copy)]
+enum Access {
+    /// The consumer is about to read the values.
+    Read,
+    /// The producer is about to write values.
+    Write,
 }
 
 impl<T> Drop for Slots<T> {
@@ -473,17 +506,7 @@ impl<T: Copy + Send> Producer<T> {
         let capacity = p.ring.mask + 1 - p.ring.line;
         let free = capacity.saturating_sub(p.tail.wrapping_sub(p.cleared));
         let n = count.min(free.max(p.line_end - p.tail));
-        let slots = &p.ring.slots;
-        let per_line = (crate::pad::CACHE_LINE / stride_of::<T>()).max(1);
-        let mut i = 0;
-        while i < n {
-            slots.prefetch_write(p.tail.wrapping_add(i) & p.ring.mask);
-            i += per_line;
-        }
-        if n > 1 {
-            // The last line when the first value is not at a line's start.
-            slots.prefetch_write(p.tail.wrapping_add(n - 1) & p.ring.mask);
-        }
+        p.ring.slots.hint_run(p.tail, n, Access::Write);
     }
 
     /// Whether the next slot may be written: inside the current line, or the next
@@ -635,12 +658,7 @@ impl<T: Copy + Send> Consumer<T> {
         let n = self.ready(max);
         let c = &mut *self.inner;
         let slots = &c.ring.slots;
-        let per_line = (crate::pad::CACHE_LINE / stride_of::<T>()).max(1);
-        let mut i = 0;
-        while i < n {
-            slots.prefetch(c.head.wrapping_add(i) & c.ring.mask);
-            i += per_line;
-        }
+        slots.hint_run(c.head, n, Access::Read);
         for _ in 0..n {
             let slot = slots.get(c.head & c.ring.mask);
             debug_assert_eq!(slot.mark.load(Ordering::Relaxed), mark_of(c.head));
