@@ -105,7 +105,7 @@ fn mark_of(index: usize) -> u32 {
     index.wrapping_add(1) as u32
 }
 
-/// Slot storage: `len` slots, `stride` bytes apart, the first on a
+/// Slot storage: `len` slots, [`stride_of`] bytes apart, the first on a
 /// [`LINE_BYTES`] boundary. The stride is the slot's size rounded up to a power of
 /// two up to a cache line, or to a multiple of a cache line beyond: no slot
 /// straddles two cache lines unless it is bigger than one, and a line of the ring
@@ -113,7 +113,6 @@ fn mark_of(index: usize) -> u32 {
 struct Slots<T> {
     base: core::ptr::NonNull<u8>,
     len: usize,
-    stride: usize,
     _owns: core::marker::PhantomData<Slot<T>>,
 }
 
@@ -163,7 +162,6 @@ impl<T> Slots<T> {
         Slots {
             base,
             len,
-            stride,
             _owns: core::marker::PhantomData,
         }
     }
@@ -175,7 +173,6 @@ impl<T> Slots<T> {
         // `len` is a power of two: the slot is in the ring whatever `i`, with
         // no bounds check; the stride is a constant of `T` (a shift).
         let i = i & (self.len - 1);
-        debug_assert_eq!(self.stride, stride_of::<T>());
         // SAFETY: slot `i < len` was initialised in `new` and lives until `drop`;
         // shared references are all the ring hands out (mutation goes through the
         // slot's atomics and `UnsafeCell`).
@@ -245,7 +242,12 @@ impl<T> Drop for Slots<T> {
             // SAFETY: every slot was initialised in `new` and is dropped once here;
             // values inside are `MaybeUninit` and never dropped by the ring.
             unsafe {
-                core::ptr::drop_in_place(self.base.as_ptr().add(i * self.stride).cast::<Slot<T>>());
+                core::ptr::drop_in_place(
+                    self.base
+                        .as_ptr()
+                        .add(i * stride_of::<T>())
+                        .cast::<Slot<T>>(),
+                );
             }
         }
         // SAFETY: allocated in `new` with this layout.
@@ -458,15 +460,13 @@ impl<T: Copy + Send> Producer<T> {
     #[inline]
     pub fn push_slice(&mut self, values: &[T]) -> usize {
         self.claim_lines(values.len());
-        let mut n = values.len();
         for (i, v) in values.iter().enumerate() {
             if !self.room() {
-                n = i;
-                break;
+                return i;
             }
             self.put(v);
         }
-        n
+        values.len()
     }
 
     /// Appends values taken from `values` while there is room, writing each
@@ -532,7 +532,7 @@ impl<T: Copy + Send> Producer<T> {
     fn put(&mut self, value: &T) {
         let p = &mut *self.inner;
         debug_assert!(p.tail < p.line_end, "put without room");
-        let slot = p.ring.slots.get(p.tail & p.ring.mask);
+        let slot = p.ring.slots.get(p.tail);
         debug_assert_ne!(
             slot.mark.load(Ordering::Relaxed),
             mark_of(p.tail),
@@ -601,7 +601,7 @@ impl<T: Copy + Send> Consumer<T> {
     #[inline]
     pub fn read(&mut self) -> Option<T> {
         let c = &mut *self.inner;
-        let slot = c.ring.slots.get(c.head & c.ring.mask);
+        let slot = c.ring.slots.get(c.head);
         if slot.mark.load(Ordering::Acquire) != mark_of(c.head) {
             return None;
         }
@@ -660,7 +660,7 @@ impl<T: Copy + Send> Consumer<T> {
         let slots = &c.ring.slots;
         slots.hint_run(c.head, n, Access::Read);
         for _ in 0..n {
-            let slot = slots.get(c.head & c.ring.mask);
+            let slot = slots.get(c.head);
             debug_assert_eq!(slot.mark.load(Ordering::Relaxed), mark_of(c.head));
             c.head = c.head.wrapping_add(1);
             slot.value.with(|ptr| {
@@ -711,7 +711,7 @@ impl<T: Copy + Send> Consumer<T> {
     fn marked(&self, ahead: usize) -> bool {
         let c = &*self.inner;
         let index = c.head.wrapping_add(ahead);
-        let slot = c.ring.slots.get(index & c.ring.mask);
+        let slot = c.ring.slots.get(index);
         slot.mark.load(Ordering::Acquire) == mark_of(index)
     }
 
@@ -750,12 +750,7 @@ impl<T: Copy + Send> Consumer<T> {
     #[inline]
     pub fn is_empty(&self) -> bool {
         let c = &*self.inner;
-        c.ring
-            .slots
-            .get(c.head & c.ring.mask)
-            .mark
-            .load(Ordering::Acquire)
-            != mark_of(c.head)
+        c.ring.slots.get(c.head).mark.load(Ordering::Acquire) != mark_of(c.head)
     }
 
     /// Slots read but not yet released.
