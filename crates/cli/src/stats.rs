@@ -349,12 +349,13 @@ fn render_paths(o: &mut String, s: &Snapshot) {
     );
     let _ = writeln!(
         o,
-        " arbiter: {} rounds, {} sleeps ({} ended by the next departure, {} by an arrival or command), link idle {:.3}s",
+        " arbiter: {} rounds, {} sleeps ({} ended by the next departure, {} by an arrival or command), link idle {:.3}s ({:.3}s of it holding only frames not yet eligible)",
         c.rounds,
         c.sleeps,
         c.timer_wakeups,
         c.notified_wakeups,
-        secs(c.link_idle_ns)
+        secs(c.link_idle_ns),
+        secs(c.link_held_ns)
     );
     let e = &s.egress;
     let _ = writeln!(

@@ -40,7 +40,7 @@ mod tags;
 pub mod transmit;
 
 pub use clock::Clock;
-pub use link::Link;
+pub use link::{Idle, Link};
 pub use locked::{Locked, LockedReport};
 pub use runtime::{
     Aggregation, BatchError, Client, ClientReport, ClientStats, Config, Control, Dispatch,

@@ -11,7 +11,10 @@
 //!
 //! When the scheduler has nothing to send ([`Link::drained`]) the link goes idle:
 //! the next packet starts at the time it is sent, not earlier, so an idle period
-//! earns no credit for a later burst. The paper sets `link_idle = t_now` in the
+//! earns no credit for a later burst. Idle time is counted by its cause
+//! ([`Idle`]): the scheduler held no packet, or held only packets over their rate
+//! limits. The first says the senders did not keep the link busy; the second
+//! that the policy held them back. The paper sets `link_idle = t_now` in the
 //! round that finds the scheduler empty, which leaves up to one round of credit; an
 //! arbiter that sleeps would otherwise carry credit from before its sleep.
 //!
@@ -20,8 +23,18 @@
 //! never drifts: the cost per byte is computed once with a 2^-32 ns resolution.
 
 use eiffel_sched::time::{Nanos, Rate, Rounding};
+use eiffel_sched::Scheduler;
 
 const FRAC_BITS: u32 = 32;
+
+/// Why the scheduler had nothing to send when the link could have sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Idle {
+    /// It held no packet.
+    Empty,
+    /// It held packets, none of them eligible yet (rate limits, release times).
+    Held,
+}
 
 /// A leaky bucket at a fixed rate.
 #[derive(Clone, Copy, Debug)]
@@ -33,8 +46,12 @@ pub struct Link {
     rate_bps: u64,
     /// The scheduler had nothing to send at the last decision.
     drained: bool,
+    /// Why, when `drained`.
+    why: Idle,
     /// Total time the link spent idle, in 2^-32 ns.
     idle_total: u128,
+    /// Of it, the time the scheduler held packets ([`Idle::Held`]).
+    held_total: u128,
 }
 
 /// Slowest link rate accepted, in bits per second.
@@ -57,7 +74,9 @@ impl Link {
             per_byte,
             rate_bps,
             drained: true,
+            why: Idle::Empty,
             idle_total: 0,
+            held_total: 0,
         })
     }
 
@@ -93,23 +112,37 @@ impl Link {
     pub fn send(&mut self, len: u32, now: Nanos) {
         if self.drained {
             let now = u128::from(now) << FRAC_BITS;
-            self.idle_total += now.saturating_sub(self.idle_at);
-            self.idle_at = self.idle_at.max(now);
+            self.charge_idle(now, self.why);
             self.drained = false;
         }
         self.idle_at += u128::from(len) * self.per_byte;
     }
 
-    /// Records that the scheduler had nothing to send at `now`: the link is idle
-    /// from `now` on (if it was not busy beyond it) until the next [`Link::send`].
+    /// Records that the scheduler had nothing to send at `now`, for reason `why`:
+    /// the link is idle from `now` on (if it was not busy beyond it) until the
+    /// next [`Link::send`].
     #[inline]
-    pub fn drained(&mut self, now: Nanos) {
+    pub fn drained(&mut self, now: Nanos, why: Idle) {
         let now = u128::from(now) << FRAC_BITS;
-        if !self.drained {
-            self.idle_total += now.saturating_sub(self.idle_at);
+        // The time since the link last went idle, or since the last look at an
+        // idle link, goes to what that look found; the first look after a
+        // packet finds the reason for the whole gap.
+        let cause = if self.drained { self.why } else { why };
+        self.charge_idle(now, cause);
+        self.drained = true;
+        self.why = why;
+    }
+
+    /// Counts the link idle from `idle_at` to `now` (nothing if it was busy
+    /// until then) and moves `idle_at` to `now`.
+    #[inline]
+    fn charge_idle(&mut self, now: u128, why: Idle) {
+        let gap = now.saturating_sub(self.idle_at);
+        self.idle_total += gap;
+        if why == Idle::Held {
+            self.held_total += gap;
         }
         self.idle_at = self.idle_at.max(now);
-        self.drained = true;
     }
 
     /// Time the link spent idle between packets so far (the scheduler was empty),
@@ -119,11 +152,28 @@ impl Link {
         Nanos::try_from(self.idle_total >> FRAC_BITS).unwrap_or(Nanos::MAX)
     }
 
+    /// Of [`Link::idle_ns`], the time the scheduler held packets, none eligible
+    /// ([`Idle::Held`]), in nanoseconds; the rest the senders left it empty.
+    #[must_use]
+    pub fn held_ns(&self) -> Nanos {
+        Nanos::try_from(self.held_total >> FRAC_BITS).unwrap_or(Nanos::MAX)
+    }
+
     /// When the link becomes idle, rounded up to a nanosecond.
     #[must_use]
     pub fn idle_at(&self) -> Nanos {
         let ns = self.idle_at.div_ceil(1u128 << FRAC_BITS);
         Nanos::try_from(ns).unwrap_or(Nanos::MAX)
+    }
+}
+
+/// Why `sched`, which just released nothing, had nothing to send.
+#[inline]
+pub(crate) fn idle_cause<S: Scheduler + ?Sized>(sched: &S) -> Idle {
+    if sched.backlog().packets == 0 {
+        Idle::Empty
+    } else {
+        Idle::Held
     }
 }
 
@@ -146,7 +196,7 @@ mod tests {
     fn releases_only_while_idle_before_now() {
         // 1500 bytes at 10 Gbit/s = 1200 ns.
         let mut link = Link::new(10_000_000_000).unwrap();
-        link.drained(1000);
+        link.drained(1000, Idle::Empty);
         assert!(link.idle_before(1001));
         assert!(!link.idle_before(1000));
         link.send(1500, 1000);
@@ -160,7 +210,7 @@ mod tests {
     fn an_idle_period_earns_no_credit() {
         let mut link = Link::new(10_000_000_000).unwrap();
         link.send(1500, 0);
-        link.drained(500);
+        link.drained(500, Idle::Empty);
         assert!(link.idle_at() >= 1200, "drained while busy: still busy");
         // Nothing sent for a long time: the next packet starts when it is sent.
         assert!(link.idle_before(1_000_000));
@@ -171,6 +221,43 @@ mod tests {
         assert!(link.idle_before(1_010_000));
         link.send(1500, 1_010_000);
         assert!((1_002_400..=1_002_401).contains(&link.idle_at()));
+    }
+
+    #[test]
+    fn idle_time_counts_every_round_and_its_cause() {
+        // 1500 bytes at 10 Gbit/s = 1200 ns: busy until 1200.
+        let mut link = Link::new(10_000_000_000).unwrap();
+        link.send(1500, 0);
+        // Rounds at 2000 and 3000 find nothing; at 4000 only a held packet,
+        // which becomes eligible and is sent at 6000.
+        link.drained(2000, Idle::Empty);
+        link.drained(3000, Idle::Empty);
+        link.drained(4000, Idle::Held);
+        link.send(1500, 6000);
+        assert!(
+            (4799..=4800).contains(&link.idle_ns()),
+            "{}",
+            link.idle_ns()
+        );
+        assert!(
+            (1999..=2000).contains(&link.held_ns()),
+            "{}",
+            link.held_ns()
+        );
+        // Busy until 7,200; a round at 10,000 finds only a held packet, sent at
+        // 11,000: the whole gap, 3,800 ns, is held.
+        link.drained(10_000, Idle::Held);
+        link.send(1500, 11_000);
+        assert!(
+            (5799..=5800).contains(&link.held_ns()),
+            "{}",
+            link.held_ns()
+        );
+        assert!(
+            (8599..=8601).contains(&link.idle_ns()),
+            "{}",
+            link.idle_ns()
+        );
     }
 
     #[test]

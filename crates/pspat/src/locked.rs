@@ -13,7 +13,7 @@
 //! kernel's, fares far worse in user space, where a lock holder can be preempted.
 
 use crate::clock::Clock;
-use crate::link::Link;
+use crate::link::{idle_cause, Link};
 use crate::sync::{lock, Mutex};
 use crate::transmit::Transmit;
 use crate::Error;
@@ -47,7 +47,7 @@ impl<S: Scheduler, X: Transmit> Inner<S, X> {
     fn run(&mut self, now: Nanos) {
         while self.link.idle_before(now) {
             let Some(pkt) = self.sched.dequeue(now) else {
-                self.link.drained(now);
+                self.link.drained(now, idle_cause(&self.sched));
                 break;
             };
             self.link.send(pkt.len, now);

@@ -238,6 +238,7 @@ fn scheduler_stats(
         timer_wakeups: live.timer_wakeups,
         notified_wakeups: live.notified_wakeups,
         link_idle_ns: live.link_idle_ns,
+        link_held_ns: live.link_held_ns,
     }
 }
 

@@ -240,6 +240,11 @@ pub struct SchedulerStats {
     pub notified_wakeups: u64,
     /// Time the emulated link was idle, nanoseconds.
     pub link_idle_ns: u64,
+    /// Of it, the time the scheduler held frames but none was eligible (rate
+    /// limits, release times), nanoseconds; the rest it held none (the senders
+    /// did not keep the link busy).
+    #[serde(default)]
+    pub link_held_ns: u64,
 }
 
 /// The dispatcher transmitting on the output interface.

@@ -10,7 +10,7 @@ use super::shared::Shared;
 use super::stats::LiveStats;
 use super::ShutdownMode;
 use crate::clist::{Unlist, END};
-use crate::link::Link;
+use crate::link::{idle_cause, Link};
 use crate::mailbox::Consumer;
 use crate::sleeper::Wake;
 use crate::sync::{fence, spin_loop, Arc, Ordering};
@@ -437,7 +437,7 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
         let mut any = false;
         while self.link.idle_before(now) {
             let Some(entry) = self.sched.dequeue(now) else {
-                self.link.drained(now);
+                self.link.drained(now, idle_cause(&self.sched));
                 break;
             };
             any = true;
@@ -478,6 +478,7 @@ impl<S: Scheduler, X: Transmit> Arbiter<S, X> {
     fn publish(&mut self) {
         self.stats.rounds = self.round;
         self.stats.link_idle_ns = self.link.idle_ns();
+        self.stats.link_held_ns = self.link.held_ns();
         self.shared.live.publish(&self.stats);
     }
 

@@ -16,6 +16,7 @@ pub(super) struct Live {
     notified_wakeups: AtomicU64,
     commands: AtomicU64,
     link_idle_ns: AtomicU64,
+    link_held_ns: AtomicU64,
     busy_ns: AtomicU64,
     empty_rounds: AtomicU64,
     visits: AtomicU64,
@@ -37,6 +38,7 @@ impl Live {
         put(&self.notified_wakeups, s.notified_wakeups);
         put(&self.commands, s.commands);
         put(&self.link_idle_ns, s.link_idle_ns);
+        put(&self.link_held_ns, s.link_held_ns);
         put(&self.busy_ns, s.busy_ns);
         put(&self.empty_rounds, s.empty_rounds);
         put(&self.visits, s.visits);
@@ -58,6 +60,7 @@ impl Live {
             notified_wakeups: get(&self.notified_wakeups),
             commands: get(&self.commands),
             link_idle_ns: get(&self.link_idle_ns),
+            link_held_ns: get(&self.link_held_ns),
             busy_ns: get(&self.busy_ns),
             empty_rounds: get(&self.empty_rounds),
             visits: get(&self.visits),
@@ -95,6 +98,9 @@ pub struct LiveStats {
     /// Time the emulated link stood idle because the scheduler had nothing to
     /// send, in nanoseconds.
     pub link_idle_ns: u64,
+    /// Of `link_idle_ns`, the time the scheduler held packets but none was
+    /// eligible (rate limits, release times); the rest it held none.
+    pub link_held_ns: u64,
     /// Time spent inside rounds, in nanoseconds (the rest of the arbiter's time
     /// it waited for the next round, spun idle or slept).
     pub busy_ns: u64,
