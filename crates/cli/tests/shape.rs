@@ -1248,6 +1248,15 @@ fn multi_queue_run(io: &str) {
             ("aggregate_mbps", format!("{:.2}", total / 1e6)),
             ("ratio", format!("{ratio:.3}")),
             ("per_queue_frames", format!("{:?}", last.ingress.per_queue)),
+            (
+                "link_empty_mbps",
+                format!("{:.2}", window.idle_share * 40.0),
+            ),
+            ("link_held_mbps", format!("{:.2}", window.held_share * 40.0)),
+            (
+                "retransmits",
+                (r[0].retransmits + r[1].retransmits).to_string(),
+            ),
         ],
     );
     check_balance(&last);
@@ -1264,11 +1273,11 @@ fn multi_queue_run(io: &str) {
         q.iter().all(|&n| n > 0),
         "{ONE_QUEUE}: frames per receive queue {q:?}"
     );
-    // Two queues deliver 38.5-39.2 of the 40 Mbit/s where one delivers
-    // 39.7-40.0 (no drop anywhere; part of the gap is the link idle for want of
-    // packets or holding them, part the goodput-to-wire estimate of 8
-    // connections' segments): 4% here.
-    assert_filled("the aggregate", total, 40e6, 0.04, 40e6, Some(window));
+    // 39.9-40.1 Mbit/s under both I/Os (the link idle 0.1-0.2 Mbit/s of its
+    // time). Before the fanout group ignored outgoing frames, AF_PACKET's
+    // group took in the bump's own reverse frames (ACKs transmitted on the
+    // input) and scheduled them out of the output: 39.1 Mbit/s of TCP.
+    assert_filled("the aggregate", total, 40e6, 0.02, 40e6, Some(window));
     assert!(
         (ratio / 3.0 - 1.0).abs() <= 0.05,
         "shares {:.2} : {:.2} Mbit/s, ratio {ratio:.3} not within 5% of 3",

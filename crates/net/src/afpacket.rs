@@ -6,7 +6,9 @@
 //!   as soon as its last frame has been visited. Bound to one interface with
 //!   `ETH_P_ALL`, in promiscuous mode, with `PACKET_IGNORE_OUTGOING` so frames this
 //!   host transmits on the interface (our own forwarded frames included) are not
-//!   received again.
+//!   received again; a ring in a `PACKET_FANOUT` group asks the same of the group
+//!   (`PACKET_FANOUT_FLAG_IGNORE_OUTGOING`), which does not apply its members'
+//!   own option.
 //! - [`TxRing`]: a TPACKET_V2 transmit ring (TPACKET_V3 brings nothing to transmit
 //!   but variable frame sizes we do not need). [`TxRing::send`] copies a frame into
 //!   the next free slot; [`TxRing::flush`] issues one `send(2)` that makes the kernel
@@ -156,6 +158,11 @@ pub enum FrameHeader {
 const PACKET_FANOUT: libc::c_int = 18;
 /// `PACKET_FANOUT_HASH`: frames spread by their flow hash.
 const PACKET_FANOUT_HASH: libc::c_int = 0;
+/// `PACKET_FANOUT_FLAG_IGNORE_OUTGOING`: the group skips frames
+/// transmitted on the interface, as `PACKET_IGNORE_OUTGOING` does for one
+/// socket; a group's members do not apply their own option, so without the
+/// flag the group sees every frame any socket sends there.
+const PACKET_FANOUT_FLAG_IGNORE_OUTGOING: libc::c_int = 0x4000;
 
 impl Default for RxConfig {
     /// 32 blocks of 256 KiB (8 MiB: about 5,000 full-size frames, 60,000 minimum-size
@@ -542,9 +549,12 @@ impl RxRing {
             )?;
         }
         if let Some(group) = cfg.fanout {
-            let arg = libc::c_int::from(group) | (PACKET_FANOUT_HASH << 16);
+            let mode = PACKET_FANOUT_HASH | PACKET_FANOUT_FLAG_IGNORE_OUTGOING;
+            let arg = libc::c_int::from(group) | (mode << 16);
             opt(
-                "joining the PACKET_FANOUT group",
+                "joining the PACKET_FANOUT group with PACKET_FANOUT_FLAG_IGNORE_OUTGOING \
+                 (a kernel without the flag cannot keep the bump's own transmissions out \
+                 of the group: run one receive queue, or AF_XDP)",
                 sys::set_packet_int(fd.as_fd(), PACKET_FANOUT, arg),
             )?;
         }

@@ -34,7 +34,7 @@
 //! | --- | --- |
 //! | AF_PACKET receive, TPACKET_V3 mmap ring, poll-driven | yes |
 //! | AF_PACKET batched transmit, TPACKET_V2 mmap ring, one `send` per batch | yes |
-//! | own transmissions ignored (`PACKET_IGNORE_OUTGOING`), promiscuous mode | yes |
+//! | own transmissions ignored (`PACKET_IGNORE_OUTGOING`, and `PACKET_FANOUT_FLAG_IGNORE_OUTGOING` for a fanout group), promiscuous mode | yes |
 //! | VLAN tags stripped by the kernel restored on forwarding (single and double) | yes |
 //! | Ethernet II, 802.1Q, 802.1ad (QinQ), IPv4 (+options, AH), IPv6 (+extension headers), TCP, UDP | parsed |
 //! | ARP, ICMP, other EtherTypes and protocols | forwarded, classified by the fields they have |

@@ -95,6 +95,16 @@ fn transmitted_frames_arrive_intact_with_vlan_tags_restored() {
             // A receive ring on the transmitting interface must not see our own frames.
             let mut own =
                 RxRing::open(SENDER_IF, &RxConfig::default()).map_err(|e| e.to_string())?;
+            // Nor may a PACKET_FANOUT group's (a group does not apply its members'
+            // own option: it needs the group flag).
+            let grouped = RxConfig {
+                fanout: Some(std::process::id() as u16),
+                ..RxConfig::default()
+            };
+            let mut group = (0..2)
+                .map(|_| RxRing::open(SENDER_IF, &grouped))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| e.to_string())?;
             for f in sent {
                 tx.send(f).map_err(|e| e.to_string())?;
             }
@@ -116,9 +126,11 @@ fn transmitted_frames_arrive_intact_with_vlan_tags_restored() {
             );
             std::thread::sleep(Duration::from_millis(100));
             let mut echoed = 0;
-            own.recv(usize::MAX, |f| {
-                echoed += usize::from(is_test_frame(f.data()))
-            });
+            for rx in std::iter::once(&mut own).chain(&mut group) {
+                rx.recv(usize::MAX, |f| {
+                    echoed += usize::from(is_test_frame(f.data()))
+                });
+            }
             assert_eq!(
                 echoed, 0,
                 "PACKET_IGNORE_OUTGOING: own transmissions are not received"
