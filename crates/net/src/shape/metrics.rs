@@ -259,6 +259,27 @@ impl Writer {
         );
         self.sample("eiffel_queued_packets", &[], a.queued);
     }
+
+    /// The emulated link's idle time by cause.
+    fn link(&mut self, s: &Snapshot) {
+        let name = "eiffel_link_idle_seconds";
+        self.family(
+            name,
+            "counter",
+            "Time the emulated link stood idle: cause \"empty\", no frame queued; \
+             \"held\", frames queued but none eligible (rate limits, release times).",
+        );
+        let c = &s.scheduler;
+        let held = c.link_held_ns;
+        let empty = c.link_idle_ns.saturating_sub(held);
+        for (cause, ns) in [("empty", empty), ("held", held)] {
+            self.sample(
+                &format!("{name}_total"),
+                &[("cause", cause)],
+                ns as f64 / 1e9,
+            );
+        }
+    }
 }
 
 /// The snapshot as a metrics page.
@@ -269,6 +290,7 @@ pub fn render(s: &Snapshot, format: Exposition) -> String {
         format,
     };
     w.bump(s);
+    w.link(s);
     w.nodes(&s.nodes);
     if format == Exposition::OpenMetrics {
         w.out.push_str("# EOF\n");
@@ -414,6 +436,8 @@ mod tests {
             link_rate_bps: 100_000_000,
             ..Snapshot::default()
         };
+        s.scheduler.link_idle_ns = 2_500_000_000;
+        s.scheduler.link_held_ns = 500_000_000;
         let mut counts = vec![0; LATENCY_BOUNDS_NS.len() + 1];
         counts[3] = 2;
         counts[LATENCY_BOUNDS_NS.len()] = 1;
@@ -436,6 +460,8 @@ mod tests {
     fn prometheus_text() {
         let t = render(&snapshot(), Exposition::Prometheus);
         assert!(t.contains("# TYPE eiffel_node_sent_packets_total counter\n"));
+        assert!(t.contains("eiffel_link_idle_seconds_total{cause=\"empty\"} 2\n"));
+        assert!(t.contains("eiffel_link_idle_seconds_total{cause=\"held\"} 0.5\n"));
         assert!(
             t.contains("eiffel_node_sent_packets_total{node=\"root/a\\\"b\"} 3\n"),
             "{t}"
