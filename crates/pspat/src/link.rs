@@ -44,10 +44,9 @@ pub struct Link {
     /// Transmission time of one byte, in 2^-32 ns.
     per_byte: u128,
     rate_bps: u64,
-    /// The scheduler had nothing to send at the last decision.
-    drained: bool,
-    /// Why, when `drained`.
-    why: Idle,
+    /// Why the scheduler had nothing to send at the last decision; `None` once
+    /// a packet was sent after it.
+    idle: Option<Idle>,
     /// Total time the link spent idle, in 2^-32 ns.
     idle_total: u128,
     /// Of it, the time the scheduler held packets ([`Idle::Held`]).
@@ -73,8 +72,7 @@ impl Link {
             idle_at: 0,
             per_byte,
             rate_bps,
-            drained: true,
-            why: Idle::Empty,
+            idle: Some(Idle::Empty),
             idle_total: 0,
             held_total: 0,
         })
@@ -110,10 +108,9 @@ impl Link {
     /// Charges one packet of `len` bytes sent at `now`.
     #[inline]
     pub fn send(&mut self, len: u32, now: Nanos) {
-        if self.drained {
+        if let Some(why) = self.idle.take() {
             let now = u128::from(now) << FRAC_BITS;
-            self.charge_idle(now, self.why);
-            self.drained = false;
+            self.charge_idle(now, why);
         }
         self.idle_at += u128::from(len) * self.per_byte;
     }
@@ -127,10 +124,8 @@ impl Link {
         // The time since the link last went idle, or since the last look at an
         // idle link, goes to what that look found; the first look after a
         // packet finds the reason for the whole gap.
-        let cause = if self.drained { self.why } else { why };
+        let cause = self.idle.replace(why).unwrap_or(why);
         self.charge_idle(now, cause);
-        self.drained = true;
-        self.why = why;
     }
 
     /// Counts the link idle from `idle_at` to `now` (nothing if it was busy
