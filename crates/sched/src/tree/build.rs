@@ -251,7 +251,7 @@ impl PolicyTree {
             ahead: NONE,
             prefetching: super::burst::prefetches(spec.nodes.len()),
             shaper,
-            nodes,
+            nodes: super::nodes::Nodes::new(nodes),
             plans,
             root,
             counters: Counters::default(),

@@ -139,7 +139,7 @@ impl PolicyTree {
             }
             Kind::Internal { .. } => {}
         }
-        prefetch(&self.nodes[parent as usize]);
+        prefetch(self.nodes.at(parent));
     }
 
     /// Stage 3: what activating the leaf in its parent reads, if the leaf is
@@ -155,7 +155,7 @@ impl PolicyTree {
         if leaf.active && self.quiet[parent as usize] {
             return;
         }
-        let parent = &self.nodes[parent as usize];
+        let parent = self.nodes.at(parent);
         if let Kind::Internal { sched, .. } = &parent.kind {
             prefetch_lines(&**sched, DISCIPLINE_LINES);
         }
@@ -174,7 +174,7 @@ impl PolicyTree {
         if leaf.active && self.quiet[parent as usize] {
             return;
         }
-        if let Kind::Internal { sched, .. } = &self.nodes[parent as usize].kind {
+        if let Kind::Internal { sched, .. } = &self.nodes.at(parent).kind {
             sched.prefetch_unit(leaf.slot);
         }
     }
@@ -204,14 +204,14 @@ impl PolicyTree {
         }
         let mut budget = FAMILY;
         for &c in children.iter() {
-            match &self.nodes[c as usize].kind {
+            match &self.nodes.at(c).kind {
                 Kind::Leaf { fifo } => {
                     self.prefetch_leaf_head(c, fifo);
                     budget = budget.saturating_sub(1);
                 }
                 Kind::Internal { children, .. } if children.len() <= budget => {
                     for &g in children.iter() {
-                        if let Kind::Leaf { fifo } = &self.nodes[g as usize].kind {
+                        if let Kind::Leaf { fifo } = &self.nodes.at(g).kind {
                             self.prefetch_leaf_head(g, fifo);
                         }
                     }
@@ -229,7 +229,7 @@ impl PolicyTree {
     fn prefetch_leaf_head(&self, leaf: u32, fifo: &crate::pool::Fifo) {
         if !fifo.is_empty() {
             self.pool.prefetch_head(fifo);
-            prefetch(&self.nodes[leaf as usize].limit);
+            prefetch(&self.nodes.at(leaf).limit);
         }
     }
 }

@@ -89,6 +89,7 @@ mod invariants;
 mod levels;
 mod minq;
 mod node;
+mod nodes;
 mod program;
 mod sched;
 mod select;
@@ -111,7 +112,7 @@ pub use discipline::{
     DEFAULT_PERIOD, MAX_CALENDAR_BYTES, MAX_PERIOD, MAX_POLICER_RATE,
 };
 pub use footprint::{Allocation, Footprint, Part};
-use node::{FlowLeaf, Kind, Node, NONE};
+use node::{FlowLeaf, Kind, NONE};
 use program::NodePacer;
 pub use program::{
     Field, Op, Program, ProgramError, RankProgram, Var, MAX_SLOTS, MAX_STACK, MAX_STATE,
@@ -133,7 +134,7 @@ pub const MAX_DEPTH: usize = 32;
 #[derive(Debug)]
 pub struct PolicyTree {
     spec: TreeSpec,
-    nodes: Vec<Node>,
+    nodes: nodes::Nodes,
     plans: Vec<Vec<QueuePlan>>,
     root: u32,
     pool: PacketPool,
@@ -194,8 +195,8 @@ impl Head {
 /// The discipline of internal node `n` (a function of the nodes alone, so that
 /// the pool may be borrowed beside it).
 #[inline]
-fn sched_of(nodes: &mut [Node], n: u32) -> &mut NodeSched {
-    match nodes[n as usize].kind.sched_mut() {
+fn sched_of(nodes: &mut nodes::Nodes, n: u32) -> &mut NodeSched {
+    match nodes.at_mut(n).kind.sched_mut() {
         Some(s) => s,
         None => unreachable!("a FIFO leaf has no units"),
     }
@@ -265,7 +266,7 @@ impl PolicyTree {
             .map(|i| {
                 let mut cur = i as u32;
                 while cur != NONE {
-                    let node = &self.nodes[cur as usize];
+                    let node = self.nodes.at(cur);
                     if !node.kind.sched().is_none_or(NodeSched::ignores_arrivals) {
                         return false;
                     }
@@ -282,7 +283,7 @@ impl PolicyTree {
             .map(|i| {
                 let mut cur = self.nodes[i].parent;
                 while cur != NONE {
-                    let node = &self.nodes[cur as usize];
+                    let node = self.nodes.at(cur);
                     if !node.kind.sched().is_some_and(NodeSched::selects_purely) {
                         return false;
                     }
@@ -375,7 +376,7 @@ impl PolicyTree {
     /// Whether node `n` has a packet it could send (ignoring its own throttle).
     #[inline]
     fn has_head(&self, n: u32) -> bool {
-        match &self.nodes[n as usize].kind {
+        match &self.nodes.at(n).kind {
             Kind::Leaf { fifo } => !fifo.is_empty(),
             kind => kind.sched().is_some_and(|s| s.active() > 0),
         }
@@ -401,7 +402,7 @@ impl PolicyTree {
     fn descend(&mut self, n: u32, now: Nanos) -> Option<Head> {
         let mut n = n;
         loop {
-            match &mut self.nodes[n as usize].kind {
+            match &mut self.nodes.at_mut(n).kind {
                 Kind::Leaf { fifo } => return Head::of(&self.pool, fifo, n),
                 Kind::Flows(fl) => {
                     let f = fl.sched.peek(now)?;
@@ -422,7 +423,7 @@ impl PolicyTree {
     fn head_after(&mut self, n: u32, below: (u32, Option<Head>), now: Nanos) -> Option<Head> {
         let (child, child_head) = below;
         if child != NONE {
-            if let Kind::Internal { children, sched } = &mut self.nodes[n as usize].kind {
+            if let Kind::Internal { children, sched } = &mut self.nodes.at_mut(n).kind {
                 let u = sched.peek(now)?;
                 let pick = children[u as usize];
                 if pick == child && child_head.is_some() {
@@ -450,7 +451,7 @@ impl PolicyTree {
         held: bool,
         now: Nanos,
     ) -> Option<Head> {
-        let node = &self.nodes[c as usize];
+        let node = self.nodes.at(c);
         if node.holds {
             if !self.has_head(c) {
                 // Packets below, every unit held: a release program still
@@ -489,7 +490,7 @@ impl PolicyTree {
     /// is released strictly after `now + slack`, in a future slot of the shaper.
     #[inline]
     fn hold(&self, n: u32, now: Nanos) -> Option<Nanos> {
-        let node = &self.nodes[n as usize];
+        let node = self.nodes.at(n);
         let limit = (node.limited && !node.limit.conforms(now.saturating_add(self.slack)))
             .then(|| node.limit.release_time());
         if !node.holds {
@@ -530,7 +531,7 @@ impl PolicyTree {
                 flow: UNIT_NODE,
             },
         );
-        self.nodes[n as usize].throttled = true;
+        self.nodes.at_mut(n).throttled = true;
         self.filed[n as usize] = Some((handle, at));
     }
 
@@ -548,7 +549,7 @@ impl PolicyTree {
         match self.hold(n, now) {
             None => {
                 self.shaper.withdraw(handle);
-                self.nodes[n as usize].throttled = false;
+                self.nodes.at_mut(n).throttled = false;
                 self.filed[n as usize] = None;
                 false
             }
@@ -568,20 +569,20 @@ impl PolicyTree {
         self.ahead = NONE;
         let mut cur = start;
         loop {
-            if self.nodes[cur as usize].throttled && self.still_held(cur, now) {
+            if self.nodes.at(cur).throttled && self.still_held(cur, now) {
                 return;
             }
-            let parent = self.nodes[cur as usize].parent;
+            let parent = self.nodes.at(cur).parent;
             if parent == NONE {
-                if !self.nodes[cur as usize].throttled && self.has_head(cur) {
+                if !self.nodes.at(cur).throttled && self.has_head(cur) {
                     if let Some(at) = self.hold(cur, now) {
                         self.throttle_node(cur, now, at);
                     }
                 }
                 return;
             }
-            let slot = self.nodes[cur as usize].slot;
-            if self.nodes[cur as usize].active {
+            let slot = self.nodes.at(cur).slot;
+            if self.nodes.at(cur).active {
                 if self.quiet[parent as usize] {
                     // Nothing above reorders on an arrival behind a queued head.
                     return;
@@ -602,7 +603,7 @@ impl PolicyTree {
                     .expect("a node that may send has a head");
                 let head = self.pool.at(head.slot);
                 sched_of(&mut self.nodes, parent).activate(slot, head, now);
-                self.nodes[cur as usize].active = true;
+                self.nodes.at_mut(cur).active = true;
             }
             cur = parent;
         }
@@ -611,7 +612,7 @@ impl PolicyTree {
     /// Whether a `cq-policer` on the path from `leaf` to the root refuses `pkt`
     /// (before it is queued, so that a refusal changes nothing).
     fn policer_refuses(&self, leaf: u32, pkt: &Packet, now: Nanos) -> bool {
-        if let Kind::Flows(fl) = &self.nodes[leaf as usize].kind {
+        if let Kind::Flows(fl) = &self.nodes.at(leaf).kind {
             let queued = fl.flows[pkt.flow as usize].fifo.bytes();
             if fl.sched.refuses(pkt.flow, pkt, queued, now) {
                 return true;
@@ -619,11 +620,11 @@ impl PolicyTree {
         }
         let mut cur = leaf;
         loop {
-            let node = &self.nodes[cur as usize];
+            let node = self.nodes.at(cur);
             if node.parent == NONE {
                 return false;
             }
-            if let Kind::Internal { sched, .. } = &self.nodes[node.parent as usize].kind {
+            if let Kind::Internal { sched, .. } = &self.nodes.at(node.parent).kind {
                 if sched.refuses(node.slot, pkt, node.backlog.bytes, now) {
                     return true;
                 }
@@ -638,7 +639,7 @@ impl PolicyTree {
             self.ahead = NONE;
             let n = t.node;
             if t.flow == UNIT_NODE {
-                self.nodes[n as usize].throttled = false;
+                self.nodes.at_mut(n).throttled = false;
                 self.filed[n as usize] = None;
                 if let Some(at) = self.hold(n, now) {
                     // Filed beyond the horizon, released early: file it again.
@@ -650,7 +651,7 @@ impl PolicyTree {
                     self.propagate(n, &head, now);
                 }
             } else {
-                let Kind::Flows(fl) = &mut self.nodes[n as usize].kind else {
+                let Kind::Flows(fl) = &mut self.nodes.at_mut(n).kind else {
                     unreachable!("flow releases come from per-flow leaves")
                 };
                 let flow = &mut fl.flows[t.flow as usize];
@@ -680,7 +681,7 @@ impl PolicyTree {
     fn account_path(&mut self, leaf: u32, pkt: &Packet, now: Nanos) {
         let mut cur = leaf;
         while cur != NONE {
-            let node = &mut self.nodes[cur as usize];
+            let node = self.nodes.at_mut(cur);
             node.backlog.packets += 1;
             node.backlog.bytes += u64::from(pkt.len);
             let parent = node.parent;
@@ -700,7 +701,7 @@ impl PolicyTree {
         while cur != NONE {
             self.drops[cur as usize].packets[reason.index()] += 1;
             self.drops[cur as usize].bytes[reason.index()] += u64::from(pkt.len);
-            cur = self.nodes[cur as usize].parent;
+            cur = self.nodes.at(cur).parent;
         }
         self.counters.drop_packet(pkt, reason)
     }
@@ -710,22 +711,21 @@ impl Scheduler for PolicyTree {
     fn enqueue(&mut self, pkt: Packet, now: Nanos) -> Result<(), Dropped> {
         self.counters.on_enqueue(pkt.len);
         let leaf = pkt.class;
-        let is_leaf =
-            (leaf as usize) < self.nodes.len() && !self.nodes[leaf as usize].kind.is_internal();
+        let is_leaf = (leaf as usize) < self.nodes.len() && !self.nodes.at(leaf).kind.is_internal();
         if !is_leaf {
             return Err(self.counters.drop_packet(pkt, DropReason::Unclassified));
         }
         if pkt.len > self.spec.mtu {
             return Err(self.refuse(leaf, pkt, DropReason::TooLarge));
         }
-        let node = &self.nodes[leaf as usize];
+        let node = self.nodes.at(leaf);
         if node.backlog.packets >= u64::from(node.capacity) {
             return Err(self.refuse(leaf, pkt, DropReason::LeafFull));
         }
         if self.pool.is_full() {
             return Err(self.refuse(leaf, pkt, DropReason::QueueFull));
         }
-        if let Kind::Flows(fl) = &self.nodes[leaf as usize].kind {
+        if let Kind::Flows(fl) = &self.nodes.at(leaf).kind {
             let Some(flow) = fl.flows.get(pkt.flow as usize) else {
                 return Err(self.refuse(leaf, pkt, DropReason::UnknownFlow));
             };
@@ -736,7 +736,7 @@ impl Scheduler for PolicyTree {
         if self.policed && self.policer_refuses(leaf, &pkt, now) {
             return Err(self.refuse(leaf, pkt, DropReason::Policer));
         }
-        match &mut self.nodes[leaf as usize].kind {
+        match &mut self.nodes.at_mut(leaf).kind {
             Kind::Leaf { fifo } => {
                 if self.pool.push_back(fifo, pkt).is_err() {
                     unreachable!("pool space checked above");
@@ -789,7 +789,7 @@ impl Scheduler for PolicyTree {
     fn dequeue(&mut self, now: Nanos) -> Option<Packet> {
         self.release_due(now);
         let root = self.root;
-        if self.nodes[root as usize].throttled || !self.has_head(root) {
+        if self.nodes.at(root).throttled || !self.has_head(root) {
             return None;
         }
         // Descend along the selected units to a leaf (or straight to the leaf
@@ -799,7 +799,7 @@ impl Scheduler for PolicyTree {
             n = root;
         }
         let pkt = loop {
-            match &mut self.nodes[n as usize].kind {
+            match &mut self.nodes.at_mut(n).kind {
                 Kind::Internal { children, sched } => {
                     let u = sched.select(now).expect("a node with a head has a unit");
                     n = children[u as usize];
@@ -824,7 +824,7 @@ impl Scheduler for PolicyTree {
         // too.
         let mut below: (u32, Option<Head>) = (NONE, None);
         loop {
-            let node = &mut self.nodes[c as usize];
+            let node = self.nodes.at_mut(c);
             node.sent.packets += 1;
             node.sent.bytes += u64::from(pkt.len);
             node.backlog.packets -= 1;
@@ -848,7 +848,7 @@ impl Scheduler for PolicyTree {
                 break;
             }
             below = (c, next);
-            self.nodes[c as usize].active = next.is_some();
+            self.nodes.at_mut(c).active = next.is_some();
             let next = next.map(|h| Next {
                 pkt: self.pool.at(h.slot),
                 len: h.len,
@@ -866,7 +866,7 @@ impl Scheduler for PolicyTree {
         if self.backlog.packets == 0 {
             return None;
         }
-        if !self.nodes[self.root as usize].throttled && self.has_head(self.root) {
+        if !self.nodes.at(self.root).throttled && self.has_head(self.root) {
             return Some(now);
         }
         self.shaper.next_due()
