@@ -3,7 +3,7 @@
 # sleeper, client lists, tags, link and sinks, eiffel-net's frame pool (real
 # threads) and ring walkers (on fake kernel rings in ordinary memory), and
 # eiffel-queue's prefetch hint and cffs's slab, eiffel-sched's compiled rank
-# programs, and eiffel-capi's FFI functions
+# programs and the policy tree's node store, and eiffel-capi's FFI functions
 # (NULL pointers, the panic guard). Installs the nightly miri component if it is
 # missing.
 set -euo pipefail
@@ -25,8 +25,9 @@ cargo +nightly miri test -p eiffel-net --lib -- sys:: frames::
 # justified by its invariants) runs its own tests and cffs's.
 cargo +nightly miri test -p eiffel-queue --lib -- prefetch:: store:: bucketed:: circular:: slab:: cffs::
 # eiffel-sched: the compiled rank programs (frame slots indexed unchecked,
-# justified by the compiler's bounds check).
-cargo +nightly miri test -p eiffel-sched --lib -- tree::program::
+# justified by the compiler's bounds check) and the policy tree's node lookups
+# by its own ids (unchecked in release builds).
+cargo +nightly miri test -p eiffel-sched --lib -- tree::program:: tree::nodes::
 # The C API's extern functions on a small policy (about 1 min of tests, plus
 # the build of its dependencies).
 cargo +nightly miri test -p eiffel-capi --lib -- ffi::
