@@ -98,7 +98,7 @@ fn throughput_runs_keep_every_packet() {
 #[cfg(feature = "dpdk")]
 mod dpdk {
     use super::*;
-    use eiffel_bench::hqos::check_shares;
+    use eiffel_bench::hqos::{check_shares, throughput_paired};
 
     #[test]
     fn rte_sched_and_eiffel_give_the_same_pipe_and_class_shares() {
@@ -135,6 +135,23 @@ mod dpdk {
         // Both delivered close to the configured 800 Mbit/s.
         assert!(check.eiffel_bps > 0.9 * check.fluid_bps);
         assert!(check.rte_sched_bps.expect("rte_sched ran") > 0.8 * check.fluid_bps);
+    }
+
+    #[test]
+    fn paired_runs_interleave_both_and_report_the_median_pair_ratio() {
+        let h = load(&example()).expect("example");
+        let m = throughput_paired(&h, 16, 20_000, 3).expect("run");
+        let (d, e) = (m.rte_sched.expect("rte_sched"), m.eiffel.expect("eiffel"));
+        assert_eq!((d.drops, e.drops), (0, 0));
+        assert_eq!((d.ns_per_packet.len(), e.ns_per_packet.len()), (3, 3));
+        let mut ratios: Vec<f64> = d
+            .ns_per_packet
+            .iter()
+            .zip(&e.ns_per_packet)
+            .map(|(r, e)| r / e)
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        assert_eq!(m.speedup, Some(ratios[1]));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use eiffel_dpdk::{
 use super::hierarchy::{tc_of, Hierarchy, QUEUES_PER_PIPE, TRAFFIC_CLASSES};
 use super::shares::{Served, Window};
 use super::stream::{Arrival, Stream};
-use super::{Outcome, Run, BURST};
+use super::{Outcome, Repeat, Run, BURST};
 use crate::BenchError;
 
 /// Period over which rte_sched enforces the traffic classes' caps.
@@ -113,12 +113,50 @@ pub fn throughput(
     pipes: u32,
     run: Run,
 ) -> Result<Outcome, BenchError> {
-    let Run {
-        backlog,
-        packets,
-        reps,
-        pages,
-    } = run;
+    with_port(h, subports, pipes, run.backlog, |port| {
+        let huge_bytes = run.pages.apply();
+        let (mut cpu, mut wall) = (Vec::new(), Vec::new());
+        for _ in 0..run.reps {
+            let (c, w) = port.rep(run.packets);
+            cpu.push(c);
+            wall.push(w);
+        }
+        Outcome {
+            ns_per_packet: cpu,
+            wall_ns_per_packet: wall,
+            drops: port.drops(),
+            huge_bytes,
+        }
+    })
+}
+
+/// rte_sched's port of a throughput measurement, filled and warmed up.
+struct Bench<'a, 'p> {
+    port: SchedPort<'p>,
+    out: Burst<'p>,
+    state: Refill<'a>,
+}
+
+impl Repeat for Bench<'_, '_> {
+    fn rep(&mut self, packets: u64) -> (f64, f64) {
+        super::timed(|| self.state.run(&mut self.port, &mut self.out, packets))
+    }
+
+    fn drops(&self) -> u64 {
+        *self.state.drops
+    }
+}
+
+/// Builds rte_sched's port of `subports` x `pipes` of `h` with `backlog`
+/// packets queued, runs one warm-up pass of `backlog` packets, and hands it to
+/// `f`: each [`Repeat::rep`] times one repetition.
+pub fn with_port<R>(
+    h: &Hierarchy,
+    subports: u32,
+    pipes: u32,
+    backlog: usize,
+    f: impl FnOnce(&mut dyn Repeat) -> R,
+) -> Result<R, BenchError> {
     let eal = eal(EAL_MEMORY_MB)?;
     let queues = Hierarchy::queues(subports, pipes);
     let pool = Mempool::new(eal, (backlog + 4 * BURST) as u32)?;
@@ -140,27 +178,18 @@ pub fn throughput(
         left -= n;
     }
     // Mbufs dequeued are refilled in `out` and handed back to the port.
-    let mut out = Burst::new();
-    let mut state = Refill {
-        stream: &mut stream,
-        pipes,
-        drops: &mut drops,
-        queued: &mut queued,
+    let mut bench = Bench {
+        port,
+        out: Burst::new(),
+        state: Refill {
+            stream: &mut stream,
+            pipes,
+            drops: &mut drops,
+            queued: &mut queued,
+        },
     };
-    state.run(&mut port, &mut out, backlog as u64);
-    let huge_bytes = pages.apply();
-    let (mut cpu, mut wall) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
-    for _ in 0..reps {
-        let (c, w) = super::timed(|| state.run(&mut port, &mut out, packets));
-        cpu.push(c);
-        wall.push(w);
-    }
-    Ok(Outcome {
-        ns_per_packet: cpu,
-        wall_ns_per_packet: wall,
-        drops,
-        huge_bytes,
-    })
+    bench.rep(backlog as u64);
+    Ok(f(&mut bench))
 }
 
 /// As [`super::eiffel::shares`], through rte_sched on the same virtual

@@ -9,7 +9,7 @@ use eiffel_sched::{ClassId, Nanos, Packet, PolicyTree, Scheduler};
 use super::hierarchy::Hierarchy;
 use super::shares::{Served, Window};
 use super::stream::Stream;
-use super::{Outcome, Run, BURST};
+use super::{Outcome, Repeat, Run, BURST};
 use crate::BenchError;
 
 /// rte_sched's notion of time: the port's byte clock, which runs at the port's
@@ -127,20 +127,57 @@ pub fn throughput(
     pipes: u32,
     run_spec: Run,
 ) -> Result<Outcome, BenchError> {
-    let Run {
-        backlog,
-        packets,
-        reps,
-        pages,
-    } = run_spec;
-    let queues = Hierarchy::queues(subports, pipes);
-    let mut port = Port::new(h, subports, pipes, (backlog + 2 * BURST) as u32)?;
-    let mut stream = Stream::new(queues, super::STREAM_LEN);
-    for _ in 0..backlog {
-        let _ = port.offer(&mut stream, 0);
+    let mut bench = Bench::new(h, subports, pipes, run_spec.backlog)?;
+    let huge_bytes = run_spec.pages.apply();
+    let (mut cpu, mut wall) = (Vec::new(), Vec::new());
+    for _ in 0..run_spec.reps {
+        let (c, w) = bench.rep(run_spec.packets);
+        cpu.push(c);
+        wall.push(w);
     }
-    let mut clock = PortClock::new(h.port_bytes_per_sec());
-    let mut run = |port: &mut Port, clock: &mut PortClock, packets: u64| {
+    Ok(bench.outcome(cpu, wall, huge_bytes))
+}
+
+/// Eiffel's port of a throughput measurement, filled and warmed up: each
+/// [`Repeat::rep`] times one repetition.
+pub struct Bench {
+    port: Port,
+    stream: Stream,
+    clock: PortClock,
+}
+
+impl Bench {
+    /// The tree of `subports` x `pipes` of `h` with `backlog` packets queued,
+    /// after one warm-up pass of `backlog` packets.
+    pub fn new(
+        h: &Hierarchy,
+        subports: u32,
+        pipes: u32,
+        backlog: usize,
+    ) -> Result<Bench, BenchError> {
+        let queues = Hierarchy::queues(subports, pipes);
+        let mut port = Port::new(h, subports, pipes, (backlog + 2 * BURST) as u32)?;
+        let mut stream = Stream::new(queues, super::STREAM_LEN);
+        for _ in 0..backlog {
+            let _ = port.offer(&mut stream, 0);
+        }
+        let mut bench = Bench {
+            port,
+            stream,
+            clock: PortClock::new(h.port_bytes_per_sec()),
+        };
+        bench.steady(backlog as u64);
+        Ok(bench)
+    }
+
+    /// Dequeues bursts of up to 32 at the port clock's time and enqueues as
+    /// many new packets, until `packets` were sent; returns how many were.
+    fn steady(&mut self, packets: u64) -> u64 {
+        let Bench {
+            port,
+            stream,
+            clock,
+        } = self;
         let mut sent = 0;
         while sent < packets {
             let now = clock.now();
@@ -153,29 +190,35 @@ pub fn throughput(
                 black_box(pkt);
                 got += 1;
             }
-            port.offer_burst(&mut stream, got, now);
+            port.offer_burst(stream, got, now);
             sent += got as u64;
             if got == 0 && port.tree.backlog().packets == 0 {
                 break;
             }
         }
         sent
-    };
-    run(&mut port, &mut clock, backlog as u64);
-    let huge_bytes = pages.apply();
-    let (mut cpu, mut wall) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
-    for _ in 0..reps {
-        let (c, w) = super::timed(|| run(&mut port, &mut clock, packets));
-        cpu.push(c);
-        wall.push(w);
     }
-    port.tree.check_invariants();
-    Ok(Outcome {
-        ns_per_packet: cpu,
-        wall_ns_per_packet: wall,
-        drops: port.drops,
-        huge_bytes,
-    })
+
+    /// The outcome of repetitions timed `cpu` and `wall` ns a packet.
+    pub fn outcome(&self, cpu: Vec<f64>, wall: Vec<f64>, huge_bytes: u64) -> Outcome {
+        self.port.tree.check_invariants();
+        Outcome {
+            ns_per_packet: cpu,
+            wall_ns_per_packet: wall,
+            drops: self.port.drops,
+            huge_bytes,
+        }
+    }
+}
+
+impl Repeat for Bench {
+    fn rep(&mut self, packets: u64) -> (f64, f64) {
+        super::timed(|| self.steady(packets))
+    }
+
+    fn drops(&self) -> u64 {
+        self.port.drops
+    }
 }
 
 /// Overload on the hierarchy as written (one subport of its pipes) on the

@@ -21,7 +21,11 @@
 //!   (its enqueue and its dequeue) is the benchmark thread's CPU time over a
 //!   run divided by its packets (time other processes hold the core is not
 //!   counted; wall-clock time is shown beside it); the median of the
-//!   repetitions is reported, as Mpps per core and ns per packet.
+//!   repetitions is reported, as Mpps per core and ns per packet. Both
+//!   schedulers are built and warmed up side by side and their repetitions
+//!   interleaved, so that a drift of the machine's speed moves both figures
+//!   of a pair alike; Eiffel's ratio to rte_sched is the median of the pairs'
+//!   ratios.
 //! - **Same work**: the file's hierarchy as written (one subport) under
 //!   overload, for a warm-up and a measured window (its edges tapered over one
 //!   200 ms class period, see [`shares::Window`]) of a virtual clock advanced
@@ -142,6 +146,16 @@ pub struct Outcome {
     pub huge_bytes: u64,
 }
 
+/// One scheduler's port of a throughput measurement, built, filled and
+/// warmed up.
+pub trait Repeat {
+    /// Times one repetition of `packets` packets: CPU and wall-clock ns a
+    /// packet.
+    fn rep(&mut self, packets: u64) -> (f64, f64);
+    /// Packets dropped so far (a queue full).
+    fn drops(&self) -> u64;
+}
+
 /// On-CPU time of the calling thread in ns (the kernel's schedstat), so that
 /// time other processes hold the core is not counted; 0 if unavailable.
 #[must_use]
@@ -193,7 +207,8 @@ struct Record {
     pages: &'static str,
     /// MB of the process on 2 MB pages during the timed runs.
     huge_mb: f64,
-    /// Eiffel's Mpps over rte_sched's (Eiffel's records, with DPDK).
+    /// Eiffel's Mpps over rte_sched's (Eiffel's records, with DPDK): the
+    /// median over the interleaved repetitions of each pair's ratio.
     speedup: Option<f64>,
 }
 
@@ -366,6 +381,108 @@ fn rte_sched_throughput(_: &Hierarchy, _: u32, _: Run) -> Result<Option<Outcome>
     Ok(None)
 }
 
+/// The throughput of one size: each scheduler's timings, and Eiffel's Mpps
+/// over rte_sched's when both ran.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    /// rte_sched's timings, if it ran.
+    pub rte_sched: Option<Outcome>,
+    /// Eiffel's timings, if it ran.
+    pub eiffel: Option<Outcome>,
+    /// The median over the interleaved repetitions of rte_sched's ns a packet
+    /// over Eiffel's, when both ran.
+    pub speedup: Option<f64>,
+}
+
+/// Both schedulers' throughput on `pipes` pipes per subport of `h` with every
+/// rate lifted, their `reps` repetitions of `packets` interleaved (see
+/// [`paired`]; Eiffel alone without the `dpdk` feature), on 4 KB pages.
+pub fn throughput_paired(
+    h: &Hierarchy,
+    pipes: u32,
+    packets: u64,
+    reps: usize,
+) -> Result<Measured, BenchError> {
+    let run = Run {
+        backlog: Hierarchy::queues(SUBPORTS, pipes),
+        packets,
+        reps,
+        pages: Pages::Small,
+    };
+    paired(&h.lifted(), pipes, run)
+}
+
+/// Measures `only` one scheduler, or both: with the `dpdk` feature, both in
+/// the same process with their repetitions interleaved ([`paired`]).
+fn measure(
+    only: Option<Arch>,
+    h: &Hierarchy,
+    pipes: u32,
+    run: Run,
+) -> Result<Measured, BenchError> {
+    let one = |rte_sched, eiffel| Measured {
+        rte_sched,
+        eiffel,
+        speedup: None,
+    };
+    match only {
+        Some(Arch::Eiffel) => Ok(one(
+            None,
+            Some(eiffel::throughput(h, SUBPORTS, pipes, run)?),
+        )),
+        Some(Arch::RteSched) => Ok(one(rte_sched_throughput(h, pipes, run)?, None)),
+        None => paired(h, pipes, run),
+    }
+}
+
+/// Both schedulers at one size, built and warmed up side by side, then timed
+/// in turns: repetition `i` of one right after repetition `i` of the other,
+/// the first of each pair alternating. A machine whose speed drifts (other
+/// work, frequency, the placement of a virtual CPU) then moves both figures of
+/// a pair alike, where timing all of one scheduler's repetitions before the
+/// other's put the drift into their ratio. Eiffel's speed-up is the median of
+/// the pairs' ratios.
+#[cfg(feature = "dpdk")]
+fn paired(h: &Hierarchy, pipes: u32, run: Run) -> Result<Measured, BenchError> {
+    let mut eiffel = eiffel::Bench::new(h, SUBPORTS, pipes, run.backlog)?;
+    dpdk::with_port(h, SUBPORTS, pipes, run.backlog, |rte| {
+        let huge_bytes = run.pages.apply();
+        let sides: [&mut dyn Repeat; 2] = [rte, &mut eiffel];
+        let mut times = [(Vec::new(), Vec::new()), (Vec::new(), Vec::new())];
+        for i in 0..run.reps {
+            for k in [i % 2, 1 - i % 2] {
+                let (cpu, wall) = sides[k].rep(run.packets);
+                times[k].0.push(cpu);
+                times[k].1.push(wall);
+            }
+        }
+        let ratios: Vec<f64> = times[0]
+            .0
+            .iter()
+            .zip(&times[1].0)
+            .map(|(r, e)| r / e)
+            .collect();
+        let [(rc, rw), (ec, ew)] = times;
+        let rte_sched = Outcome {
+            ns_per_packet: rc,
+            wall_ns_per_packet: rw,
+            drops: sides[0].drops(),
+            huge_bytes,
+        };
+        Measured {
+            rte_sched: Some(rte_sched),
+            eiffel: Some(eiffel.outcome(ec, ew, huge_bytes)),
+            speedup: Some(median(&ratios)),
+        }
+    })
+}
+
+/// Without the `dpdk` feature: Eiffel alone.
+#[cfg(not(feature = "dpdk"))]
+fn paired(h: &Hierarchy, pipes: u32, run: Run) -> Result<Measured, BenchError> {
+    measure(Some(Arch::Eiffel), h, pipes, run)
+}
+
 fn record(arch: &'static str, pipes: u32, o: &Outcome, packets: u64, backlog: usize) -> Record {
     let ns = median(&o.ns_per_packet);
     Record {
@@ -405,22 +522,16 @@ pub fn run(opts: &HqosOpts) -> Result<(), BenchError> {
             reps,
             pages: opts.pages,
         };
-        let d = if opts.only == Some(Arch::Eiffel) {
-            None
-        } else {
-            rte_sched_throughput(&lifted, pipes, run)?
-        };
-        let dr = d
+        let m = measure(opts.only, &lifted, pipes, run)?;
+        let dr = m
+            .rte_sched
             .as_ref()
             .map(|d| record("rte_sched", pipes, d, packets, backlog));
-        if opts.only != Some(Arch::RteSched) {
-            let e = eiffel::throughput(&lifted, SUBPORTS, pipes, run)?;
-            let mut er = record("eiffel", pipes, &e, packets, backlog);
-            er.speedup = dr.as_ref().map(|d| er.mpps / d.mpps);
-            records.extend(dr);
+        records.extend(dr);
+        if let Some(e) = &m.eiffel {
+            let mut er = record("eiffel", pipes, e, packets, backlog);
+            er.speedup = m.speedup;
             records.push(er);
-        } else {
-            records.extend(dr);
         }
     }
     if opts.only.is_some() {
