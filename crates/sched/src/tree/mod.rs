@@ -117,7 +117,7 @@ use program::NodePacer;
 pub use program::{
     Field, Op, Program, ProgramError, RankProgram, Var, MAX_SLOTS, MAX_STACK, MAX_STATE,
 };
-use sched::{Next, NodeSched, Ranked};
+use sched::{After, Next, NodeSched, Ranked};
 pub use select::QueuePlan;
 pub use shaper::Gcra;
 use shaper::{Shaper, Throttled, UNIT_NODE};
@@ -190,6 +190,16 @@ impl Head {
             leaf,
         })
     }
+}
+
+/// What a dequeue's unwinding carries up to a node from the child that sent:
+/// the child, the child's next packet, and what the node's discipline said of
+/// its next unit when told of the send.
+#[derive(Clone, Copy, Debug)]
+struct Below {
+    child: u32,
+    head: Option<Head>,
+    after: After,
 }
 
 /// The discipline of internal node `n` (a function of the nodes alone, so that
@@ -416,18 +426,22 @@ impl PolicyTree {
         }
     }
 
-    /// The packet node `n` would send next, given that its child `below.0`
-    /// (if any) would send `below.1`: when `n` picks that child again, as it
-    /// mostly does after serving it, no descent is needed.
+    /// The packet node `n` would send next, given that its child `below.child`
+    /// (if any) would send `below.head` and that `n`'s discipline answered
+    /// `below.after` when told of the send: when `n` picks that child again,
+    /// as it mostly does after serving it, no descent is needed.
     #[inline(always)]
-    fn head_after(&mut self, n: u32, below: (u32, Option<Head>), now: Nanos) -> Option<Head> {
-        let (child, child_head) = below;
-        if child != NONE {
+    fn head_after(&mut self, n: u32, below: Below, now: Nanos) -> Option<Head> {
+        if below.child != NONE {
             if let Kind::Internal { children, sched } = &mut self.nodes.at_mut(n).kind {
-                let u = sched.peek(now)?;
+                let u = match below.after {
+                    After::Unit(u) => u,
+                    After::Empty => return None,
+                    After::Ask => sched.peek(now)?,
+                };
                 let pick = children[u as usize];
-                if pick == child && child_head.is_some() {
-                    return child_head;
+                if pick == below.child && below.head.is_some() {
+                    return below.head;
                 }
                 if self.prefetching {
                     // `n` turns to another child: its leaves send next.
@@ -444,13 +458,7 @@ impl PolicyTree {
     /// child that sent and its next packet (see `head_after`); `held` whether
     /// its rate limit now holds it.
     #[inline]
-    fn next_head(
-        &mut self,
-        c: u32,
-        below: (u32, Option<Head>),
-        held: bool,
-        now: Nanos,
-    ) -> Option<Head> {
+    fn next_head(&mut self, c: u32, below: Below, held: bool, now: Nanos) -> Option<Head> {
         let node = self.nodes.at(c);
         if node.holds {
             if !self.has_head(c) {
@@ -820,9 +828,13 @@ impl Scheduler for PolicyTree {
         // Unwind: each node on the path sent `pkt`; its parent re-ranks it, or drops
         // it from its queue when it is empty or throttled.
         let mut c = n;
-        // The child unwound last and its next packet: often its parent's next
-        // too.
-        let mut below: (u32, Option<Head>) = (NONE, None);
+        // The child unwound last and its next packet (often its parent's next
+        // too), and what the parent said of its next unit.
+        let mut below = Below {
+            child: NONE,
+            head: None,
+            after: After::Ask,
+        };
         loop {
             let node = self.nodes.at_mut(c);
             node.sent.packets += 1;
@@ -847,13 +859,18 @@ impl Scheduler for PolicyTree {
                 }
                 break;
             }
-            below = (c, next);
             self.nodes.at_mut(c).active = next.is_some();
+            let head = next;
             let next = next.map(|h| Next {
                 pkt: self.pool.at(h.slot),
                 len: h.len,
             });
-            sched_of(&mut self.nodes, parent).served(slot, &pkt, next, now);
+            let after = sched_of(&mut self.nodes, parent).served_peek(slot, &pkt, next, now);
+            below = Below {
+                child: c,
+                head,
+                after,
+            };
             c = parent;
         }
         self.counters.on_dequeue(pkt.len);

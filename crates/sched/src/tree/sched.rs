@@ -35,6 +35,19 @@ pub(crate) struct Next<'a> {
     pub(crate) len: u32,
 }
 
+/// What a discipline said of its next unit right after a send
+/// ([`NodeSched::served_peek`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum After {
+    /// The unit it serves next.
+    Unit(u32),
+    /// No unit is queued.
+    Empty,
+    /// Not asked: choosing may change the discipline's state (hClock's phase,
+    /// a calendar's rotation), so the caller asks when it needs the answer.
+    Ask,
+}
+
 /// A ranked node: one integer priority queue of units and a transaction.
 // NB: `repr(C)`, the queue last: what an activation reads first (the unit
 // tables, the transaction) and the start of the queue share the first lines,
@@ -493,6 +506,43 @@ impl NodeSched {
             }
             NodeSched::Core(c, _) => core!(c, x => x.served(u, next_len)),
             NodeSched::Calendar(c) => c.served(u, sent, next, now),
+        }
+    }
+
+    /// [`NodeSched::served`], then the unit to serve next where choosing it
+    /// changes nothing (strict priority by levels, ranked nodes, the
+    /// fair-queueing cores: their `select` is a pure peek). A dequeue's
+    /// unwinding asks the parent's next unit right after reporting the send;
+    /// this answers both with one dispatch instead of two.
+    #[inline(always)]
+    pub(crate) fn served_peek(
+        &mut self,
+        u: u32,
+        sent: &Packet,
+        next: Option<Next<'_>>,
+        now: Nanos,
+    ) -> After {
+        let after = |unit: Option<u32>| unit.map_or(After::Empty, After::Unit);
+        match self {
+            NodeSched::Levels(l) => {
+                l.served(u, next.is_some());
+                after(l.select())
+            }
+            NodeSched::Core(c, _) => {
+                let next_len = next.map(|n| n.len);
+                core!(c, x => {
+                    x.served(u, next_len);
+                    after(x.peek())
+                })
+            }
+            NodeSched::Ranked(_) => {
+                self.served(u, sent, next, now);
+                after(self.select(now))
+            }
+            NodeSched::Hclock(_) | NodeSched::Calendar(_) => {
+                self.served(u, sent, next, now);
+                After::Ask
+            }
         }
     }
 
