@@ -114,13 +114,7 @@ pub fn throughput(
     run: Run,
 ) -> Result<Outcome, BenchError> {
     with_port(h, subports, pipes, run.backlog, |port| {
-        let huge_bytes = run.pages.apply();
-        let (mut cpu, mut wall) = (Vec::new(), Vec::new());
-        for _ in 0..run.reps {
-            let (c, w) = port.rep(run.packets);
-            cpu.push(c);
-            wall.push(w);
-        }
+        let (cpu, wall, huge_bytes) = super::repeat(port, run);
         Outcome {
             ns_per_packet: cpu,
             wall_ns_per_packet: wall,

@@ -128,13 +128,7 @@ pub fn throughput(
     run_spec: Run,
 ) -> Result<Outcome, BenchError> {
     let mut bench = Bench::new(h, subports, pipes, run_spec.backlog)?;
-    let huge_bytes = run_spec.pages.apply();
-    let (mut cpu, mut wall) = (Vec::new(), Vec::new());
-    for _ in 0..run_spec.reps {
-        let (c, w) = bench.rep(run_spec.packets);
-        cpu.push(c);
-        wall.push(w);
-    }
+    let (cpu, wall, huge_bytes) = super::repeat(&mut bench, run_spec);
     Ok(bench.outcome(cpu, wall, huge_bytes))
 }
 

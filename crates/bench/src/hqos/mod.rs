@@ -157,6 +157,19 @@ pub trait Repeat {
     fn drops(&self) -> u64;
 }
 
+/// `run.reps` timed repetitions of one scheduler's port, on `run.pages`: the
+/// CPU and wall-clock ns a packet of each, and the bytes on 2 MB pages.
+fn repeat(side: &mut dyn Repeat, run: Run) -> (Vec<f64>, Vec<f64>, u64) {
+    let huge_bytes = run.pages.apply();
+    let (mut cpu, mut wall) = (Vec::new(), Vec::new());
+    for _ in 0..run.reps {
+        let (c, w) = side.rep(run.packets);
+        cpu.push(c);
+        wall.push(w);
+    }
+    (cpu, wall, huge_bytes)
+}
+
 /// Times `run` (which returns the packets it moved): CPU and wall ns per packet.
 /// CPU time is the thread's own (`CLOCK_THREAD_CPUTIME_ID`), so that time
 /// other processes hold the core is not counted. (The kernel's schedstat,
