@@ -1521,7 +1521,13 @@ fn weights_at(arch: &str, mbit: u32) -> (f64, f64) {
     let dir = TempDir::new("speed");
     let text = std::fs::read_to_string(policy("weighted.toml")).expect("policy");
     let file = dir.0.join("weighted.toml");
-    let text = text.replace("limit = \"40Mbit\"", &format!("limit = \"{mbit}Mbit\""));
+    // The root's rate and its burst of 10 ms at that rate (see the file).
+    let text = text
+        .replace("limit = \"40Mbit\"", &format!("limit = \"{mbit}Mbit\""))
+        .replace(
+            "burst = \"50000B\"",
+            &format!("burst = \"{}B\"", mbit * 1250),
+        );
     std::fs::write(&file, text).expect("policy");
     let shaper = if arch.starts_with("htb") {
         bed.bridge_middle().expect("bridge");
