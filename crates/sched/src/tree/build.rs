@@ -105,13 +105,14 @@ fn build_sched(
                     return Ok((NodeSched::Levels(levels), vec![p]));
                 }
             }
-            let sched = NodeSched::Ranked(Ranked::new(&p, units, builtin(*rank), per_flow)?);
+            let sched =
+                NodeSched::Ranked(Box::new(Ranked::new(&p, units, builtin(*rank), per_flow)?));
             Ok((sched, vec![p]))
         }
         Discipline::Program { program, queue } => {
             let p = plan(queue, &needs(RankKind::Program));
             let txn = Builtin::Program(Box::new(ProgramTxn::new(program.clone(), units.len())));
-            let sched = NodeSched::Ranked(Ranked::new(&p, units, txn, per_flow)?);
+            let sched = NodeSched::Ranked(Box::new(Ranked::new(&p, units, txn, per_flow)?));
             Ok((sched, vec![p]))
         }
     }

@@ -372,7 +372,7 @@ impl PolicyTree {
                 // Custom ranks need the queue the policy planned.
                 let units = core::mem::take(&mut l.units);
                 let ranked = Ranked::new(&self.plans[i][0], units, Builtin::Custom(txn), false)?;
-                *sched = NodeSched::Ranked(ranked);
+                *sched = NodeSched::Ranked(Box::new(ranked));
                 self.quiet = self.quiet_nodes();
                 self.ahead = NONE;
                 Ok(())

@@ -133,4 +133,10 @@ mod tests {
         assert_eq!(core::mem::size_of::<Node>(), 128);
         assert_eq!(core::mem::offset_of!(Node, limit), 64);
     }
+
+    #[test]
+    fn a_discipline_is_no_bigger_than_a_fair_queueing_core() {
+        // Every internal node's discipline box takes the enum's size.
+        assert!(core::mem::size_of::<NodeSched>() <= 224);
+    }
 }
