@@ -391,6 +391,50 @@ pub unsafe extern "C" fn eiffel_scheduler_dequeue(
     })
 }
 
+/// Takes up to `max` packets to send at `now_ns` into `out[0..max]`, in the
+/// order `eiffel_scheduler_dequeue` would give them, and stores how many at
+/// `*count`; `EIFFEL_STATUS_EMPTY` (and 0) if none is ready. One call and
+/// one check of the arguments for the burst, where single dequeues cross the
+/// boundary once per packet. Allocates nothing, takes no lock.
+///
+/// # Safety
+/// `s` as in `eiffel_scheduler_free`; `out` NULL or writable for `max`
+/// packets; `count` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn eiffel_scheduler_dequeue_burst(
+    s: *mut EiffelScheduler,
+    now_ns: u64,
+    out: *mut EiffelPacket,
+    max: usize,
+    count: *mut usize,
+) -> EiffelStatus {
+    // SAFETY: `s` is NULL or a live scheduler used only by this thread
+    // during the call (the caller's contract).
+    with_scheduler(unsafe { s.as_mut() }, |sched| {
+        if out.is_null() || count.is_null() {
+            return fail(EiffelStatus::NullArgument, "out or count is NULL");
+        }
+        let mut taken = 0;
+        while taken < max {
+            let Some(p) = sched.tree.dequeue(now_ns) else {
+                break;
+            };
+            // SAFETY: `out` is non-NULL and writable for `max` packets (the
+            // caller's contract), and `taken < max`; written, not read, as the
+            // caller's buffer may be uninitialised.
+            unsafe { out.add(taken).write(p.into()) };
+            taken += 1;
+        }
+        // SAFETY: non-NULL and writable by the caller's contract.
+        unsafe { count.write(taken) };
+        if taken == 0 {
+            EiffelStatus::Empty
+        } else {
+            EiffelStatus::Ok
+        }
+    })
+}
+
 /// Stores at `*at_ns` the earliest time after `now_ns` at which the shaper
 /// releases a packet; `EIFFEL_STATUS_EMPTY` if it holds none. A caller with
 /// nothing to dequeue sleeps until then or the next arrival.
@@ -604,6 +648,55 @@ mod tests {
             assert_eq!(
                 eiffel_scheduler_node_counters(s, 3, &mut c),
                 EiffelStatus::NotFound
+            );
+            eiffel_scheduler_free(s);
+        }
+    }
+
+    #[test]
+    fn a_burst_dequeue_takes_what_single_dequeues_would() {
+        let s = load();
+        let lo = leaf(s, c"lo").unwrap();
+        for i in 0..16u32 {
+            let p = EiffelPacket {
+                buffer: i,
+                len: 100,
+                leaf: lo,
+                deadline_ns: u64::MAX,
+                ..EiffelPacket::default()
+            };
+            // SAFETY: live scheduler, readable packet, NULL drop record.
+            let st = unsafe { eiffel_scheduler_enqueue(s, &p, 0, null_mut()) };
+            assert_eq!(st, EiffelStatus::Ok, "capacity 16: {i}");
+        }
+        let mut out = [EiffelPacket::default(); 40];
+        let mut n = 99;
+        // SAFETY: live scheduler, `out` writable for the lengths given.
+        unsafe {
+            assert_eq!(
+                eiffel_scheduler_dequeue_burst(s, 1, out.as_mut_ptr(), 3, &mut n),
+                EiffelStatus::Ok
+            );
+            assert_eq!(n, 3);
+            assert_eq!(
+                eiffel_scheduler_dequeue_burst(s, 1, out[3..].as_mut_ptr(), 37, &mut n),
+                EiffelStatus::Ok
+            );
+            assert_eq!(n, 13, "what was left");
+            let order: Vec<u32> = out[..16].iter().map(|p| p.buffer).collect();
+            assert_eq!(order, (0..16).collect::<Vec<u32>>(), "FIFO order");
+            assert_eq!(
+                eiffel_scheduler_dequeue_burst(s, 1, out.as_mut_ptr(), 40, &mut n),
+                EiffelStatus::Empty
+            );
+            assert_eq!(n, 0);
+            assert_eq!(
+                eiffel_scheduler_dequeue_burst(s, 1, null_mut(), 40, &mut n),
+                EiffelStatus::NullArgument
+            );
+            assert_eq!(
+                eiffel_scheduler_dequeue_burst(s, 1, out.as_mut_ptr(), 40, null_mut()),
+                EiffelStatus::NullArgument
             );
             eiffel_scheduler_free(s);
         }
