@@ -94,6 +94,14 @@ pub trait FlowCore {
     /// new head, `None` if it is now idle.
     fn served(&mut self, flow: FlowId, next: Option<u32>);
 
+    /// [`FlowCore::served`], then [`FlowCore::peek`]: the flow to serve next.
+    /// Cores override it where the served flow's record answers both.
+    #[inline(always)]
+    fn served_peek(&mut self, flow: FlowId, next: Option<u32>) -> Option<FlowId> {
+        self.served(flow, next);
+        self.peek()
+    }
+
     /// What is attached to `flow` (any flow id below `max_flows()`, configured or
     /// not); `None` for an id out of range.
     fn attached(&self, flow: FlowId) -> Option<&Self::Attached>;

@@ -198,8 +198,25 @@ impl Head {
 #[derive(Clone, Copy, Debug)]
 struct Below {
     child: u32,
+    /// The child's unit in the node (its index among the node's children).
+    unit: u32,
     head: Option<Head>,
     after: After,
+}
+
+/// What a node's own state says right after it sent, before its discipline is
+/// asked for its next packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AfterSend {
+    /// Packets are left and nothing holds the node.
+    Open,
+    /// Nothing is left below the node.
+    Empty,
+    /// Its rate limit holds it.
+    Held,
+    /// It has a release program or a discipline that may hold every unit:
+    /// both are asked.
+    Programmed,
 }
 
 /// The discipline of internal node `n` (a function of the nodes alone, so that
@@ -433,16 +450,18 @@ impl PolicyTree {
     #[inline(always)]
     fn head_after(&mut self, n: u32, below: Below, now: Nanos) -> Option<Head> {
         if below.child != NONE {
-            if let Kind::Internal { children, sched } = &mut self.nodes.at_mut(n).kind {
-                let u = match below.after {
-                    After::Unit(u) => u,
-                    After::Empty => return None,
-                    After::Ask => sched.peek(now)?,
-                };
+            // NB: the unit, not the child it names, tells a repeat: the node's
+            // child list is read only when it turns to another child.
+            let u = match below.after {
+                After::Unit(u) => u,
+                After::Empty => return None,
+                After::Ask => sched_of(&mut self.nodes, n).peek(now)?,
+            };
+            if u == below.unit && below.head.is_some() {
+                return below.head;
+            }
+            if let Kind::Internal { children, .. } = &self.nodes.at(n).kind {
                 let pick = children[u as usize];
-                if pick == below.child && below.head.is_some() {
-                    return below.head;
-                }
                 if self.prefetching {
                     // `n` turns to another child: its leaves send next.
                     self.prefetch_family(pick);
@@ -455,37 +474,36 @@ impl PolicyTree {
 
     /// After node `c` sent a packet: the packet it sends next, or `None` if it
     /// has none or is now held (then it is filed in the shaper). `below` is the
-    /// child that sent and its next packet (see `head_after`); `held` whether
-    /// its rate limit now holds it.
+    /// child that sent and its next packet (see `head_after`); `state` what the
+    /// node's own counts and limit said after the send.
     #[inline]
-    fn next_head(&mut self, c: u32, below: Below, held: bool, now: Nanos) -> Option<Head> {
-        let node = self.nodes.at(c);
-        if node.holds {
-            if !self.has_head(c) {
-                // Packets below, every unit held: a release program still
-                // files the node by its own time, as a limit does.
-                if node.backlog.packets > 0 && self.paced[c as usize].is_some() {
-                    if let Some(at) = self.hold(c, now) {
-                        self.throttle_node(c, now, at);
-                    }
-                }
-                return None;
-            }
-            if let Some(at) = self.hold(c, now) {
+    fn next_head(&mut self, c: u32, below: Below, state: AfterSend, now: Nanos) -> Option<Head> {
+        match state {
+            AfterSend::Open => self.head_after(c, below, now),
+            AfterSend::Empty => None,
+            AfterSend::Held => {
+                let at = self.nodes.at(c).limit.release_time();
                 self.throttle_node(c, now, at);
-                return None;
+                None
             }
-            return self.head_after(c, below, now);
+            AfterSend::Programmed => self.next_head_programmed(c, below, now),
         }
-        // NB: the backlog, not the discipline, says whether anything is left
-        // (one load instead of two dispatches); a node whose units are all
-        // throttled then files itself in the shaper if its own limit holds it,
-        // which it would do anyway when a unit came back.
-        if node.backlog.packets == 0 {
+    }
+
+    /// [`PolicyTree::next_head`] for a node with a release program or a
+    /// discipline that may hold all its units.
+    fn next_head_programmed(&mut self, c: u32, below: Below, now: Nanos) -> Option<Head> {
+        if !self.has_head(c) {
+            // Packets below, every unit held: a release program still
+            // files the node by its own time, as a limit does.
+            if self.nodes.at(c).backlog.packets > 0 && self.paced[c as usize].is_some() {
+                if let Some(at) = self.hold(c, now) {
+                    self.throttle_node(c, now, at);
+                }
+            }
             return None;
         }
-        if held {
-            let at = node.limit.release_time();
+        if let Some(at) = self.hold(c, now) {
             self.throttle_node(c, now, at);
             return None;
         }
@@ -832,6 +850,7 @@ impl Scheduler for PolicyTree {
         // too), and what the parent said of its next unit.
         let mut below = Below {
             child: NONE,
+            unit: NONE,
             head: None,
             after: After::Ask,
         };
@@ -844,11 +863,22 @@ impl Scheduler for PolicyTree {
             let held = node.limited && node.limit.send_then_held(now, pkt.len, self.slack);
             let parent = node.parent;
             let slot = node.slot;
-            if node.holds {
+            // NB: the backlog, not the discipline, says whether anything is
+            // left (one load instead of two dispatches); a node whose units are
+            // all throttled then files itself in the shaper if its own limit
+            // holds it, which it would do anyway when a unit came back.
+            let state = if node.holds {
                 let left = node.backlog.packets > 0;
                 self.pace_send(c, &pkt, left, now);
-            }
-            let next = self.next_head(c, below, held, now);
+                AfterSend::Programmed
+            } else if node.backlog.packets == 0 {
+                AfterSend::Empty
+            } else if held {
+                AfterSend::Held
+            } else {
+                AfterSend::Open
+            };
+            let next = self.next_head(c, below, state, now);
             if parent == NONE {
                 if let Some(head) = next {
                     // The next dequeue takes this packet: fetch it meanwhile.
@@ -868,6 +898,7 @@ impl Scheduler for PolicyTree {
             let after = sched_of(&mut self.nodes, parent).served_peek(slot, &pkt, next, now);
             below = Below {
                 child: c,
+                unit: slot,
                 head,
                 after,
             };

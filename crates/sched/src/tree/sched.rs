@@ -535,10 +535,7 @@ impl NodeSched {
             }
             NodeSched::Core(c, _) => {
                 let next_len = next.map(|n| n.len);
-                core!(c, x => {
-                    x.served(u, next_len);
-                    after(x.peek())
-                })
+                core!(c, x => after(x.served_peek(u, next_len)))
             }
             NodeSched::Ranked(_) => {
                 self.served(u, sent, next, now);
