@@ -223,9 +223,9 @@ enum AfterSend {
 /// the pool may be borrowed beside it).
 #[inline]
 fn sched_of(nodes: &mut nodes::Nodes, n: u32) -> &mut NodeSched {
-    match nodes.at_mut(n).kind.sched_mut() {
-        Some(s) => s,
-        None => unreachable!("a FIFO leaf has no units"),
+    match &mut nodes.at_mut(n).kind {
+        Kind::Internal { sched, .. } => sched,
+        _ => unreachable!("only internal nodes have children"),
     }
 }
 
@@ -446,30 +446,31 @@ impl PolicyTree {
     /// The packet node `n` would send next, given that its child `below.child`
     /// (if any) would send `below.head` and that `n`'s discipline answered
     /// `below.after` when told of the send: when `n` picks that child again,
-    /// as it mostly does after serving it, no descent is needed.
+    /// as it mostly does after serving it, no descent is needed. A FIFO leaf
+    /// comes with its own next packet (`After::Own`).
     #[inline(always)]
     fn head_after(&mut self, n: u32, below: Below, now: Nanos) -> Option<Head> {
-        if below.child != NONE {
-            // NB: the unit, not the child it names, tells a repeat: the node's
-            // child list is read only when it turns to another child.
-            let u = match below.after {
-                After::Unit(u) => u,
-                After::Empty => return None,
-                After::Ask => sched_of(&mut self.nodes, n).peek(now)?,
-            };
-            if u == below.unit && below.head.is_some() {
-                return below.head;
-            }
-            if let Kind::Internal { children, .. } = &self.nodes.at(n).kind {
-                let pick = children[u as usize];
-                if self.prefetching {
-                    // `n` turns to another child: its leaves send next.
-                    self.prefetch_family(pick);
-                }
-                return self.descend(pick, now);
-            }
+        // NB: the unit, not the child it names, tells a repeat: the node's
+        // child list is read only when it turns to another child.
+        let u = match below.after {
+            After::Unit(u) => u,
+            After::Own => return below.head,
+            After::Empty => return None,
+            After::Ask if below.child == NONE => return self.descend(n, now),
+            After::Ask => sched_of(&mut self.nodes, n).peek(now)?,
+        };
+        if u == below.unit && below.head.is_some() {
+            return below.head;
         }
-        self.descend(n, now)
+        let Kind::Internal { children, .. } = &self.nodes.at(n).kind else {
+            unreachable!("a node with a child is internal")
+        };
+        let pick = children[u as usize];
+        if self.prefetching {
+            // `n` turns to another child: its leaves send next.
+            self.prefetch_family(pick);
+        }
+        self.descend(pick, now)
     }
 
     /// After node `c` sent a packet: the packet it sends next, or `None` if it
@@ -824,6 +825,15 @@ impl Scheduler for PolicyTree {
         if n == NONE {
             n = root;
         }
+        // The child unwound last and its next packet (often its parent's next
+        // too), and what the parent said of its next unit; for the leaf, its
+        // own next packet if it is a FIFO.
+        let mut below = Below {
+            child: NONE,
+            unit: NONE,
+            head: None,
+            after: After::Ask,
+        };
         let pkt = loop {
             match &mut self.nodes.at_mut(n).kind {
                 Kind::Internal { children, sched } => {
@@ -836,6 +846,8 @@ impl Scheduler for PolicyTree {
                     } else {
                         self.pool.pop_front(fifo)
                     };
+                    below.head = Head::of(&self.pool, fifo, n);
+                    below.after = After::Own;
                     break pkt.expect("a leaf with a head has a packet");
                 }
                 Kind::Flows(fl) => {
@@ -846,14 +858,6 @@ impl Scheduler for PolicyTree {
         // Unwind: each node on the path sent `pkt`; its parent re-ranks it, or drops
         // it from its queue when it is empty or throttled.
         let mut c = n;
-        // The child unwound last and its next packet (often its parent's next
-        // too), and what the parent said of its next unit.
-        let mut below = Below {
-            child: NONE,
-            unit: NONE,
-            head: None,
-            after: After::Ask,
-        };
         loop {
             let node = self.nodes.at_mut(c);
             node.sent.packets += 1;
@@ -889,7 +893,12 @@ impl Scheduler for PolicyTree {
                 }
                 break;
             }
-            self.nodes.at_mut(c).active = next.is_some();
+            // A node that sent was queued in its parent: only leaving changes
+            // the flag.
+            debug_assert!(self.nodes.at(c).active, "node {c} sent while not queued");
+            if next.is_none() {
+                self.nodes.at_mut(c).active = false;
+            }
             let head = next;
             let next = next.map(|h| Next {
                 pkt: self.pool.at(h.slot),

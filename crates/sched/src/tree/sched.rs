@@ -46,6 +46,9 @@ pub(crate) enum After {
     /// Not asked: choosing may change the discipline's state (hClock's phase,
     /// a calendar's rotation), so the caller asks when it needs the answer.
     Ask,
+    /// Not a discipline's answer: the node is a FIFO leaf, and what goes with
+    /// it is the leaf's own next packet, read at the pop.
+    Own,
 }
 
 /// A ranked node: one integer priority queue of units and a transaction.
