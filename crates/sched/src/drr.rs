@@ -128,6 +128,25 @@ impl<A: Clone + Default> DrrCore<A> {
         Some(self.flows[flow].quantum)
     }
 
+    /// The deficit of `flow`.
+    pub(crate) fn deficit(&self, flow: FlowId) -> u64 {
+        self.flows[flow].deficit
+    }
+
+    /// `flow`, whose turn it is, sent `bytes` over several packets, each
+    /// covered by its deficit, and its head is now `next_len` bytes long: what
+    /// [`FlowCore::served`] for each packet would have left.
+    pub(crate) fn served_run(&mut self, flow: FlowId, bytes: u64, next_len: u32) {
+        debug_assert_eq!(flow, self.head, "a run through {flow} out of its turn");
+        let f = &mut self.flows[flow];
+        debug_assert!(
+            f.deficit >= bytes + u64::from(next_len),
+            "a run beyond the turn"
+        );
+        f.deficit -= bytes;
+        f.head_len = next_len;
+    }
+
     #[inline]
     fn push_back(&mut self, f: u32) {
         self.flows[f].next = NIL;

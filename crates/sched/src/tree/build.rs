@@ -251,6 +251,9 @@ impl PolicyTree {
             pure: Vec::new(),
             ahead: NONE,
             prefetching: super::burst::prefetches(spec.nodes.len()),
+            run: super::run::Run::NONE,
+            run_tops: Vec::new(),
+            dequeued_at: None,
             shaper,
             nodes: super::nodes::Nodes::new(nodes),
             plans,
@@ -272,6 +275,7 @@ impl PolicyTree {
         };
         tree.quiet = tree.quiet_nodes();
         tree.pure = tree.pure_nodes();
+        tree.run_tops = tree.run_tops();
         Ok(tree)
     }
 }

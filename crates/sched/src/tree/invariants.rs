@@ -39,8 +39,8 @@ impl PolicyTree {
             }
         }
         self.pool.check_invariants(fifos);
-        let root = &self.nodes[self.root as usize];
-        assert_eq!(root.backlog, self.backlog, "root backlog vs tree backlog");
+        let (_, root_backlog) = self.settled(self.root as usize);
+        assert_eq!(root_backlog, self.backlog, "root backlog vs tree backlog");
         // The tree counts every offer itself; all but the unclassified ones
         // (which name no leaf) entered the root.
         let c = self.node_counters(self.root as usize);
@@ -61,22 +61,22 @@ impl PolicyTree {
     /// Internal node `i`'s accounting against its children's: every packet
     /// queued, sent or dropped in its subtree was so in exactly one child's.
     fn check_children(&self, i: usize, children: &[u32], name: &str) {
-        let node = &self.nodes[i];
+        let (node_sent, node_backlog) = self.settled(i);
         let (mut backlog, mut sent) = (Backlog::default(), Sent::default());
         let mut drops = DropCounts::default();
         for &c in children {
-            let child = &self.nodes[c as usize];
-            backlog.packets += child.backlog.packets;
-            backlog.bytes += child.backlog.bytes;
-            sent.packets += child.sent.packets;
-            sent.bytes += child.sent.bytes;
+            let (child_sent, child_backlog) = self.settled(c as usize);
+            backlog.packets += child_backlog.packets;
+            backlog.bytes += child_backlog.bytes;
+            sent.packets += child_sent.packets;
+            sent.bytes += child_sent.bytes;
             for r in 0..DropReason::COUNT {
                 drops.packets[r] += self.drops[c as usize].packets[r];
                 drops.bytes[r] += self.drops[c as usize].bytes[r];
             }
         }
-        assert_eq!(backlog, node.backlog, "node {name}: backlog vs children");
-        assert_eq!(sent, node.sent, "node {name}: sent vs children");
+        assert_eq!(backlog, node_backlog, "node {name}: backlog vs children");
+        assert_eq!(sent, node_sent, "node {name}: sent vs children");
         assert_eq!(drops, self.drops[i], "node {name}: drops vs children");
     }
 

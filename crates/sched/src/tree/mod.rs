@@ -91,6 +91,7 @@ mod minq;
 mod node;
 mod nodes;
 mod program;
+mod run;
 mod sched;
 mod select;
 mod shaper;
@@ -158,6 +159,14 @@ pub struct PolicyTree {
     ahead: u32,
     /// Whether `enqueue_burst` prefetches (the nodes exceed the cache).
     prefetching: bool,
+    /// The run in progress: dequeues at one instant through one node, whose
+    /// ancestors' sends wait (see `run`).
+    run: run::Run,
+    /// Per node: whether a run may go through it (its ancestors let a run
+    /// defer their sends).
+    run_tops: Vec<bool>,
+    /// The instant of the last dequeue, when nothing but dequeues followed it.
+    dequeued_at: Option<Nanos>,
     counters: Counters,
     backlog: Backlog,
     /// Per node: the packets dropped in its subtree, by reason (cold: only
@@ -370,6 +379,7 @@ impl PolicyTree {
                 name: name.to_owned(),
             });
         }
+        self.settle();
         let discipline = self.spec.nodes[i].discipline.name();
         let no_transaction = |discipline| ConfigError::NoTransaction {
             name: name.to_owned(),
@@ -391,6 +401,7 @@ impl PolicyTree {
                 let ranked = Ranked::new(&self.plans[i][0], units, Builtin::Custom(txn), false)?;
                 *sched = NodeSched::Ranked(Box::new(ranked));
                 self.quiet = self.quiet_nodes();
+                self.run_tops = self.run_tops();
                 self.ahead = NONE;
                 Ok(())
             }
@@ -663,6 +674,7 @@ impl PolicyTree {
     /// Releases every throttled unit whose time has come.
     fn release_due(&mut self, now: Nanos) {
         while let Some(t) = self.shaper.pop_due(now) {
+            self.settle();
             self.ahead = NONE;
             let n = t.node;
             if t.flow == UNIT_NODE {
@@ -721,6 +733,93 @@ impl PolicyTree {
         }
     }
 
+    /// Unwinds a dequeue of `pkt` from `leaf` (which passes `below` up): each
+    /// node on the path sent it; its parent is told, and drops it from its
+    /// queue when it is empty or throttled. A run through a node on the path
+    /// (see `run`) ends the unwinding there when it can go on; a dequeue
+    /// following another at `now` (`in_run`) may start one.
+    #[inline(always)]
+    fn unwind(&mut self, leaf: u32, pkt: &Packet, mut below: Below, in_run: bool, now: Nanos) {
+        // The lowest node a run may start at, and its next packet.
+        let mut start = None;
+        let mut c = leaf;
+        loop {
+            let node = self.nodes.at_mut(c);
+            node.sent.packets += 1;
+            node.sent.bytes += u64::from(pkt.len);
+            node.backlog.packets -= 1;
+            node.backlog.bytes -= u64::from(pkt.len);
+            let held = node.limited && node.limit.send_then_held(now, pkt.len, self.slack);
+            let (parent, slot, left) = (node.parent, node.slot, node.backlog.packets);
+            // NB: the backlog, not the discipline, says whether anything is
+            // left (one load instead of two dispatches); a node whose units are
+            // all throttled then files itself in the shaper if its own limit
+            // holds it, which it would do anyway when a unit came back.
+            let state = if node.holds {
+                self.pace_send(c, pkt, left > 0, now);
+                AfterSend::Programmed
+            } else if left == 0 {
+                AfterSend::Empty
+            } else if held {
+                AfterSend::Held
+            } else {
+                AfterSend::Open
+            };
+            let next = self.next_head(c, below, state, now);
+            if c == self.run.top {
+                if self.run.extend(pkt.len, next) {
+                    // Every ancestor would pick this path again.
+                    self.note_next(next);
+                    return;
+                }
+                self.settle();
+            }
+            if in_run && start.is_none() && next.is_some() && self.may_start_run(c, left) {
+                start = Some((c, next));
+            }
+            if parent == NONE {
+                self.note_next(next);
+                if let (Some((top, head)), Some(root_head)) = (start, next) {
+                    if head == next {
+                        self.start_run(top, root_head, now);
+                    }
+                }
+                return;
+            }
+            // A node that sent was queued in its parent: only leaving changes
+            // the flag.
+            debug_assert!(self.nodes.at(c).active, "node {c} sent while not queued");
+            if next.is_none() {
+                self.nodes.at_mut(c).active = false;
+            }
+            let head = next;
+            let next = next.map(|h| Next {
+                pkt: self.pool.at(h.slot),
+                len: h.len,
+            });
+            let after = sched_of(&mut self.nodes, parent).served_peek(slot, pkt, next, now);
+            below = Below {
+                child: c,
+                unit: slot,
+                head,
+                after,
+            };
+            c = parent;
+        }
+    }
+
+    /// The root's next packet is `next`: fetch it for the next dequeue, and
+    /// remember its leaf where the path to it may be remembered.
+    #[inline(always)]
+    fn note_next(&mut self, next: Option<Head>) {
+        if let Some(head) = next {
+            eiffel_queue::prefetch(self.pool.at(head.slot));
+            if self.pure[head.leaf as usize] {
+                self.ahead = head.leaf;
+            }
+        }
+    }
+
     /// Counts `pkt` as dropped for `reason` in every node from `leaf` to the root.
     #[cold]
     fn refuse(&mut self, leaf: u32, pkt: Packet, reason: DropReason) -> Dropped {
@@ -736,6 +835,8 @@ impl PolicyTree {
 
 impl Scheduler for PolicyTree {
     fn enqueue(&mut self, pkt: Packet, now: Nanos) -> Result<(), Dropped> {
+        self.settle();
+        self.dequeued_at = None;
         self.counters.on_enqueue(pkt.len);
         let leaf = pkt.class;
         let is_leaf = (leaf as usize) < self.nodes.len() && !self.nodes.at(leaf).kind.is_internal();
@@ -814,6 +915,10 @@ impl Scheduler for PolicyTree {
     }
 
     fn dequeue(&mut self, now: Nanos) -> Option<Packet> {
+        if self.run.top != NONE && self.run.now != now {
+            self.settle();
+        }
+        let in_run = self.dequeued_at == Some(now);
         self.release_due(now);
         let root = self.root;
         if self.nodes.at(root).throttled || !self.has_head(root) {
@@ -825,9 +930,7 @@ impl Scheduler for PolicyTree {
         if n == NONE {
             n = root;
         }
-        // The child unwound last and its next packet (often its parent's next
-        // too), and what the parent said of its next unit; for the leaf, its
-        // own next packet if it is a FIFO.
+        // What the leaf passes up: for a FIFO, its own next packet.
         let mut below = Below {
             child: NONE,
             unit: NONE,
@@ -855,64 +958,8 @@ impl Scheduler for PolicyTree {
                 }
             }
         };
-        // Unwind: each node on the path sent `pkt`; its parent re-ranks it, or drops
-        // it from its queue when it is empty or throttled.
-        let mut c = n;
-        loop {
-            let node = self.nodes.at_mut(c);
-            node.sent.packets += 1;
-            node.sent.bytes += u64::from(pkt.len);
-            node.backlog.packets -= 1;
-            node.backlog.bytes -= u64::from(pkt.len);
-            let held = node.limited && node.limit.send_then_held(now, pkt.len, self.slack);
-            let parent = node.parent;
-            let slot = node.slot;
-            // NB: the backlog, not the discipline, says whether anything is
-            // left (one load instead of two dispatches); a node whose units are
-            // all throttled then files itself in the shaper if its own limit
-            // holds it, which it would do anyway when a unit came back.
-            let state = if node.holds {
-                let left = node.backlog.packets > 0;
-                self.pace_send(c, &pkt, left, now);
-                AfterSend::Programmed
-            } else if node.backlog.packets == 0 {
-                AfterSend::Empty
-            } else if held {
-                AfterSend::Held
-            } else {
-                AfterSend::Open
-            };
-            let next = self.next_head(c, below, state, now);
-            if parent == NONE {
-                if let Some(head) = next {
-                    // The next dequeue takes this packet: fetch it meanwhile.
-                    eiffel_queue::prefetch(self.pool.at(head.slot));
-                    if self.pure[head.leaf as usize] {
-                        self.ahead = head.leaf;
-                    }
-                }
-                break;
-            }
-            // A node that sent was queued in its parent: only leaving changes
-            // the flag.
-            debug_assert!(self.nodes.at(c).active, "node {c} sent while not queued");
-            if next.is_none() {
-                self.nodes.at_mut(c).active = false;
-            }
-            let head = next;
-            let next = next.map(|h| Next {
-                pkt: self.pool.at(h.slot),
-                len: h.len,
-            });
-            let after = sched_of(&mut self.nodes, parent).served_peek(slot, &pkt, next, now);
-            below = Below {
-                child: c,
-                unit: slot,
-                head,
-                after,
-            };
-            c = parent;
-        }
+        self.unwind(n, &pkt, below, in_run, now);
+        self.dequeued_at = Some(now);
         self.counters.on_dequeue(pkt.len);
         self.backlog.packets -= 1;
         self.backlog.bytes -= u64::from(pkt.len);

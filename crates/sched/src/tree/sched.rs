@@ -551,6 +551,36 @@ impl NodeSched {
         }
     }
 
+    /// Whether a run may defer this node's share of its sends (see
+    /// `tree::run`): strict priority by levels and DRR cores.
+    pub(crate) fn defers_sends(&self) -> bool {
+        matches!(
+            self,
+            NodeSched::Levels(_) | NodeSched::Core(Core::Drr(_), _)
+        )
+    }
+
+    /// Bytes unit `u`, the one just served, may still send in its turn, its
+    /// next packet included: its DRR deficit; `None` where nothing but emptying
+    /// ends a turn (strict priority).
+    pub(crate) fn turn_room(&self, u: u32) -> Option<u64> {
+        match self {
+            NodeSched::Levels(_) => None,
+            NodeSched::Core(Core::Drr(x), _) => Some(x.deficit(u)),
+            _ => unreachable!("runs pass only DRR and strict-priority levels"),
+        }
+    }
+
+    /// Unit `u` sent `bytes` in packets this node's choice did not see (it
+    /// stayed the choice throughout), and has a packet of `next_len` bytes next.
+    pub(crate) fn served_run(&mut self, u: u32, bytes: u64, next_len: u32) {
+        match self {
+            NodeSched::Levels(_) => {}
+            NodeSched::Core(Core::Drr(x), _) => x.served_run(u, bytes, next_len),
+            _ => unreachable!("runs pass only DRR and strict-priority levels"),
+        }
+    }
+
     /// Checks that the queued units are exactly those flagged active.
     pub(crate) fn check_invariants(&self) {
         match self {

@@ -154,7 +154,14 @@ impl Gcra {
     /// on time: see the module docs).
     #[inline]
     pub fn on_send(&mut self, now: Nanos, len: u32) {
-        let len = u64::from(len);
+        self.send_bytes(now, u64::from(len));
+    }
+
+    /// [`Gcra::on_send`] of `len` bytes, in one packet or several sent at
+    /// `now` after another send at `now` (the same state either way: the
+    /// bucket is not refilled within an instant).
+    #[inline]
+    pub(crate) fn send_bytes(&mut self, now: Nanos, len: u64) {
         if now <= self.anchor {
             // `on_time(now) <= on_time(anchor) <= TAT`: not full.
             self.bytes += len;
@@ -191,6 +198,16 @@ impl Gcra {
         }
         let r = u128::from(self.rate.bps());
         u128::from(now) * r + u128::from(slack) * r + self.tau() < self.tat()
+    }
+
+    /// Bytes the unit may still send at `now`, after a send at `now`, and not
+    /// be held beyond `slack` (`!conforms(now + slack)` stays false): the
+    /// bytes of `TAT`'s way up to `(now + slack) r + tau`.
+    pub(crate) fn room(&self, now: Nanos, slack: Nanos) -> u64 {
+        let r = u128::from(self.rate.bps());
+        let allowed = (u128::from(now) + u128::from(slack)) * r + self.tau();
+        let free = allowed.saturating_sub(self.tat()) / TICKS_PER_BYTE;
+        u64::try_from(free).unwrap_or(u64::MAX)
     }
 
     /// The configured rate.
@@ -384,6 +401,61 @@ mod tests {
             g.on_send(t, 64);
         }
         assert_eq!(g.release_time(), 5_120_000, "1M packets of 5.12 ns");
+    }
+
+    /// `room` is exact: after a send at `now`, that many more bytes at `now`
+    /// leave the unit conforming at `now + slack`, one more does not; and
+    /// bytes sent at one instant leave the same state in one call or many.
+    #[test]
+    fn room_is_the_last_byte_that_conforms() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for bps in [
+            1,
+            999,
+            1_000_000,
+            3_000_000_007,
+            8_000_000_000,
+            999_999_999_999,
+        ] {
+            let limit = RateLimit {
+                rate: Rate::from_bps(bps),
+                burst: 9_000,
+            };
+            let mut g = Gcra::new(limit, 1_500);
+            let mut now = 0u64;
+            for _ in 0..2_000 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                now += x % 5_000;
+                let slack = x % 64;
+                g.on_send(now, 64 + (x % 1_437) as u32);
+                let room = g.room(now, slack);
+                if !g.conforms(now + slack) {
+                    // Held already (a run never starts above a held node).
+                    assert_eq!(room, 0);
+                    continue;
+                }
+                if room > 1 << 40 {
+                    continue;
+                }
+                let (mut fits, mut over) = (g, g);
+                fits.send_bytes(now, room);
+                over.send_bytes(now, room + 1);
+                assert!(fits.conforms(now + slack), "{bps} bit/s: room {room} held");
+                assert!(
+                    !over.conforms(now + slack),
+                    "{bps} bit/s: room {room} + 1 conforms"
+                );
+                let mut one_by_one = g;
+                for _ in 0..room.min(3) {
+                    one_by_one.on_send(now, 1);
+                }
+                let mut at_once = g;
+                at_once.send_bytes(now, room.min(3));
+                assert_eq!(one_by_one, at_once);
+            }
+        }
     }
 
     #[test]

@@ -64,13 +64,13 @@ impl PolicyTree {
     /// The counters of node `i`'s subtree. A node counts what left it and what
     /// was dropped in it; what entered it is their sum with what it still holds.
     pub(super) fn node_counters(&self, i: usize) -> Counters {
-        let node = &self.nodes[i];
+        let (sent, backlog) = self.settled(i);
         let dropped = self.drops[i];
         Counters {
-            enqueued: node.sent.packets + dropped.total() + node.backlog.packets,
-            enqueued_bytes: node.sent.bytes + dropped.total_bytes() + node.backlog.bytes,
-            dequeued: node.sent.packets,
-            dequeued_bytes: node.sent.bytes,
+            enqueued: sent.packets + dropped.total() + backlog.packets,
+            enqueued_bytes: sent.bytes + dropped.total_bytes() + backlog.bytes,
+            dequeued: sent.packets,
+            dequeued_bytes: sent.bytes,
             dropped,
         }
     }
@@ -98,7 +98,7 @@ impl PolicyTree {
             discipline,
             queues: self.plans[i].clone(),
             counters: self.node_counters(i),
-            backlog: node.backlog,
+            backlog: self.settled(i).1,
             throttled: node.throttled,
             queue_stats,
             calendar_stats,
