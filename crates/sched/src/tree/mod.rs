@@ -60,7 +60,12 @@
 //! forgets it. A `strict` node whose children have distinct priorities below
 //! 64 keeps its queue as one word of levels. In a tree larger than the cache,
 //! a parent turning to another child prefetches the next packets of that
-//! child's leaves.
+//! child's leaves. Dequeues at one instant that keep passing through one node
+//! whose ancestors are DRR or strict-priority nodes stop their unwinding at it
+//! while every ancestor would pick the same child again and no limit would
+//! hold; the ancestors' counts, deficits and limits catch up before anything
+//! else reads them, with the values the packets one by one would have left
+//! (`run.rs`).
 //! [`PolicyTree::enqueue_burst`] prefetches the path of the packets ahead in a
 //! tree larger than the cache.
 
