@@ -925,14 +925,16 @@ impl Scheduler for PolicyTree {
         }
         let in_run = self.dequeued_at == Some(now);
         self.release_due(now);
-        let root = self.root;
-        if self.nodes.at(root).throttled || !self.has_head(root) {
-            return None;
-        }
         // Descend along the selected units to a leaf (or straight to the leaf
         // the last dequeue found) and take its packet.
+        // NB: a remembered leaf says the root may send: the last dequeue found
+        // its next packet, and whatever changed the tree since forgot it.
         let mut n = core::mem::replace(&mut self.ahead, NONE);
         if n == NONE {
+            let root = self.root;
+            if self.nodes.at(root).throttled || !self.has_head(root) {
+                return None;
+            }
             n = root;
         }
         // What the leaf passes up: for a FIFO, its own next packet.
