@@ -784,9 +784,10 @@ impl PolicyTree {
             }
             if parent == NONE {
                 self.note_next(next);
-                if let (Some((top, head)), Some(root_head)) = (start, next) {
-                    if head == next {
-                        self.start_run(top, root_head, now);
+                // A run starts where the root's next packet is the top's.
+                if let (Some((top, top_next)), Some(root_next)) = (start, next) {
+                    if top_next == next {
+                        self.start_run(top, root_next, now);
                     }
                 }
                 return;
