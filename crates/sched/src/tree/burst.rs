@@ -248,6 +248,7 @@ mod tests {
     use super::super::{NodeSpec, RateLimit, TreeSpec};
     use super::*;
     use crate::time::Rate;
+    use crate::tree::testing::add_pipe_children;
     use crate::tree::Discipline;
 
     /// rte_sched's shape in small: DRR over two subports, DRR over their pipes
@@ -274,21 +275,7 @@ mod tests {
                     });
                 }
                 let pipe = spec.add(pipe);
-                for c in 0..2 {
-                    let mut class = NodeSpec::new(format!("s{s}p{p}c{c}"), Some(pipe));
-                    class.priority = c;
-                    class.capacity = Some(6);
-                    leaves.push(spec.add(class) as u32);
-                }
-                let mut be = NodeSpec::new(format!("s{s}p{p}be"), Some(pipe));
-                be.discipline = Discipline::DRR;
-                be.priority = 2;
-                let be = spec.add(be);
-                for q in 0..2 {
-                    let mut queue = NodeSpec::new(format!("s{s}p{p}be{q}"), Some(be));
-                    queue.weight = 1 + q;
-                    leaves.push(spec.add(queue) as u32);
-                }
+                add_pipe_children(&mut spec, pipe, &format!("s{s}p{p}"), 6, &mut leaves);
             }
         }
         (spec, leaves)

@@ -101,6 +101,8 @@ mod sched;
 mod select;
 mod shaper;
 mod spec;
+#[cfg(test)]
+mod testing;
 pub mod txn;
 mod validate;
 mod view;

@@ -220,6 +220,7 @@ mod tests {
     use crate::packet::Packet;
     use crate::scheduler::Scheduler;
     use crate::time::Rate;
+    use crate::tree::testing::add_pipe_children;
     use crate::tree::{Discipline, NodeSpec, RateLimit, TreeSpec};
     use proptest::prelude::*;
 
@@ -252,21 +253,7 @@ mod tests {
                 pipe.weight = 1 + p;
                 pipe.limit = limit(200 + 100 * u64::from(p), 3_000);
                 let pipe = spec.add(pipe);
-                for c in 0..2 {
-                    let mut class = NodeSpec::new(format!("s{s}p{p}c{c}"), Some(pipe));
-                    class.priority = c;
-                    class.capacity = Some(8);
-                    leaves.push(spec.add(class) as u32);
-                }
-                let mut be = NodeSpec::new(format!("s{s}p{p}be"), Some(pipe));
-                be.discipline = Discipline::DRR;
-                be.priority = 2;
-                let be = spec.add(be);
-                for q in 0..2 {
-                    let mut queue = NodeSpec::new(format!("s{s}p{p}be{q}"), Some(be));
-                    queue.weight = 1 + q;
-                    leaves.push(spec.add(queue) as u32);
-                }
+                add_pipe_children(&mut spec, pipe, &format!("s{s}p{p}"), 8, &mut leaves);
             }
         }
         (spec, leaves)

@@ -338,6 +338,13 @@ impl Shaper {
 mod tests {
     use super::*;
 
+    /// One xorshift step: the tests' stream of times and lengths.
+    fn step(x: &mut u64) {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+    }
+
     #[test]
     fn gcra_enforces_rate_and_burst() {
         // 8 Mbit/s = 1 byte per us; burst 3000 B with a 1000-byte MTU.
@@ -424,9 +431,7 @@ mod tests {
             let mut g = Gcra::new(limit, 1_500);
             let mut now = 0u64;
             for _ in 0..2_000 {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                step(&mut x);
                 now += x % 5_000;
                 let slack = x % 64;
                 g.on_send(now, 64 + (x % 1_437) as u32);
@@ -468,9 +473,7 @@ mod tests {
         let mut x = 0x2545_f491_4f6c_dd1du64;
         let mut now = 0u64;
         for _ in 0..10_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            step(&mut x);
             now += x % 3_000;
             let (len, slack) = (64 + (x % 1_437) as u32, x % 50);
             a.on_send(now, len);
@@ -507,9 +510,7 @@ mod tests {
     fn gcra_matches_its_formulas_bit_for_bit() {
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
+            step(&mut x);
             x
         };
         let rates = [
