@@ -322,19 +322,30 @@ impl PolicyTree {
 
     /// Which nodes have only purely selecting ancestors (see `pure`).
     fn pure_nodes(&self) -> Vec<bool> {
-        (0..self.nodes.len())
-            .map(|i| {
-                let mut cur = self.nodes[i].parent;
-                while cur != NONE {
-                    let node = self.nodes.at(cur);
-                    if !node.kind.sched().is_some_and(NodeSched::selects_purely) {
-                        return false;
-                    }
-                    cur = node.parent;
-                }
-                true
+        self.per_node(|i| {
+            self.every_ancestor(i, |node| {
+                node.kind.sched().is_some_and(NodeSched::selects_purely)
             })
-            .collect()
+        })
+    }
+
+    /// `f` of every node, by index.
+    fn per_node(&self, f: impl Fn(u32) -> bool) -> Vec<bool> {
+        (0..self.nodes.len() as u32).map(f).collect()
+    }
+
+    /// Whether every strict ancestor of node `i` satisfies `f` (true for the
+    /// root).
+    fn every_ancestor(&self, i: u32, f: impl Fn(&node::Node) -> bool) -> bool {
+        let mut cur = self.nodes.at(i).parent;
+        while cur != NONE {
+            let node = self.nodes.at(cur);
+            if !f(node) {
+                return false;
+            }
+            cur = node.parent;
+        }
+        true
     }
 
     /// The specification the tree was built from.

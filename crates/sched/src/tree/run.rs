@@ -54,8 +54,8 @@ pub(super) struct Run {
     turn_room: u64,
     /// Bytes the run may send before a limited ancestor is held.
     limit_room: u64,
-    /// The next packet of `top` (and of every ancestor).
-    head: Head,
+    /// The length of `top`'s next packet (and every ancestor's).
+    next_len: u32,
 }
 
 impl Run {
@@ -67,11 +67,7 @@ impl Run {
         bytes: 0,
         turn_room: 0,
         limit_room: 0,
-        head: Head {
-            slot: NONE,
-            len: 0,
-            leaf: NONE,
-        },
+        next_len: 0,
     };
 
     /// Whether `top`'s send of `len` bytes, with `next` to send after it,
@@ -87,7 +83,7 @@ impl Run {
         }
         self.packets += 1;
         self.bytes = bytes;
-        self.head = next;
+        self.next_len = next.len;
         true
     }
 }
@@ -96,22 +92,12 @@ impl PolicyTree {
     /// Which nodes may be the top of a run: every ancestor is a DRR core or
     /// strict priority by levels, without a release program.
     pub(super) fn run_tops(&self) -> Vec<bool> {
-        (0..self.nodes.len())
-            .map(|i| {
-                let mut cur = self.nodes[i].parent;
-                if cur == NONE {
-                    return false;
-                }
-                while cur != NONE {
-                    let node = self.nodes.at(cur);
-                    if node.holds || !node.kind.sched().is_some_and(|s| s.defers_sends()) {
-                        return false;
-                    }
-                    cur = node.parent;
-                }
-                true
-            })
-            .collect()
+        self.per_node(|i| {
+            self.nodes.at(i).parent != NONE
+                && self.every_ancestor(i, |node| {
+                    !node.holds && node.kind.sched().is_some_and(|s| s.defers_sends())
+                })
+        })
     }
 
     /// Whether a run may start at `c` after it sent, `left` packets left below
@@ -121,9 +107,9 @@ impl PolicyTree {
         left >= RUN_MIN_BACKLOG && self.run.top == NONE && self.run_tops[c as usize]
     }
 
-    /// Starts a run at `top`, whose next packet `head` is the root's, right
+    /// Starts a run at `top`, whose next packet `next` is the root's, right
     /// after a dequeue at `now` unwound the whole path.
-    pub(super) fn start_run(&mut self, top: u32, head: Head, now: Nanos) {
+    pub(super) fn start_run(&mut self, top: u32, next: Head, now: Nanos) {
         let (mut turn_room, mut limit_room) = (u64::MAX, u64::MAX);
         let mut x = top;
         loop {
@@ -148,7 +134,7 @@ impl PolicyTree {
             bytes: 0,
             turn_room,
             limit_room,
-            head,
+            next_len: next.len,
         };
     }
 
@@ -175,7 +161,7 @@ impl PolicyTree {
             if parent == NONE {
                 break;
             }
-            sched_of(&mut self.nodes, parent).served_run(slot, run.bytes, run.head.len);
+            sched_of(&mut self.nodes, parent).served_run(slot, run.bytes, run.next_len);
             let p = self.nodes.at_mut(parent);
             p.sent.packets += run.packets;
             p.sent.bytes += run.bytes;
