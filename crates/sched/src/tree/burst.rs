@@ -9,9 +9,10 @@
 //! before, so each miss waits for the last. With the whole burst in hand the
 //! tree asks for them ahead in four stages, [`STAGE_GAP`] packets apart: the
 //! leaf; its FIFO's tail slot and its parent (their addresses are in the
-//! leaf, fetched a stage ago); the parent's discipline; the unit's state in
-//! it. The last two (and the parent's limit) only for a leaf not yet queued
-//! in its parent: an arrival behind a queued leaf's head reads none of them
+//! leaf, fetched a stage ago); the grandparent (whose count the enqueue
+//! raises too) and the parent's discipline; the unit's state in it. The
+//! discipline and the unit (and the parent's limit) only for a leaf not yet
+//! queued in its parent: an arrival behind a queued leaf's head reads none of them
 //! when the disciplines above ignore arrivals, and hints of lines nobody
 //! reads still hold the memory system's slots (5% of the time at 64K queues
 //! of `eiffel bench hqos`). A packet is enqueued a stage after its last prefetch, exactly as
@@ -51,9 +52,9 @@ impl PolicyTree {
     /// Enqueues `pkts` in order at `now`, as many calls of
     /// [`Scheduler::enqueue`] would. In a tree larger than the cache (nodes
     /// over 4 MB) it prefetches, in four stages two packets apart, the leaf of
-    /// each packet ahead, then its FIFO's tail slot and its parent, then (when
-    /// the leaf is not yet queued in its parent) the parent's discipline and
-    /// the leaf's state in it, so that the misses of
+    /// each packet ahead, then its FIFO's tail slot and its parent, then its
+    /// grandparent and (when the leaf is not yet queued in its parent) the
+    /// parent's discipline, then the leaf's state in it, so that the misses of
     /// the packets ahead overlap the work on this one, as DPDK's
     /// `rte_sched_port_enqueue` does. Each packet refused is handed to
     /// `dropped`; returns how many were queued.
@@ -145,7 +146,8 @@ impl PolicyTree {
         prefetch(self.nodes.at(parent));
     }
 
-    /// Stage 3: what activating the leaf in its parent reads, if the leaf is
+    /// Stage 3: the leaf's grandparent (counting the packet reads every
+    /// ancestor), and what activating the leaf in its parent reads, if the leaf is
     /// not queued there (a queued leaf's arrival leaves the parent's
     /// discipline and limit alone when the parent ignores arrivals): the
     /// parent's discipline, and the parent's limit if its subtree is empty
@@ -155,10 +157,13 @@ impl PolicyTree {
         let Some((leaf, parent)) = self.leaf_of(pkt) else {
             return;
         };
-        if leaf.active && self.quiet[parent as usize] {
+        let parent = self.nodes.at(parent);
+        if let Some(grandparent) = self.nodes.get(parent.parent as usize) {
+            prefetch(grandparent);
+        }
+        if leaf.active && self.quiet[leaf.parent as usize] {
             return;
         }
-        let parent = self.nodes.at(parent);
         if let Kind::Internal { sched, .. } = &parent.kind {
             prefetch_lines(&**sched, DISCIPLINE_LINES);
         }
