@@ -12,8 +12,8 @@
 //! leaf, fetched a stage ago); the grandparent (whose count the enqueue
 //! raises too) and the parent's discipline; the unit's state in it. The
 //! discipline and the unit (and the parent's limit) only for a leaf not yet
-//! queued in its parent: an arrival behind a queued leaf's head reads none of them
-//! when the disciplines above ignore arrivals, and hints of lines nobody
+//! queued in its parent: an arrival behind a queued leaf's head reads none of
+//! them when the disciplines above ignore arrivals, and hints of lines nobody
 //! reads still hold the memory system's slots (5% of the time at 64K queues
 //! of `eiffel bench hqos`). A packet is enqueued a stage after its last prefetch, exactly as
 //! [`Scheduler::enqueue`] does, so a burst is the same as its packets one by
@@ -147,21 +147,21 @@ impl PolicyTree {
     }
 
     /// Stage 3: the leaf's grandparent (counting the packet reads every
-    /// ancestor), and what activating the leaf in its parent reads, if the leaf is
-    /// not queued there (a queued leaf's arrival leaves the parent's
+    /// ancestor), and what activating the leaf in its parent reads, if the
+    /// leaf is not queued there (a queued leaf's arrival leaves the parent's
     /// discipline and limit alone when the parent ignores arrivals): the
     /// parent's discipline, and the parent's limit if its subtree is empty
     /// (it is then activated in turn, after its limit is checked).
     #[inline]
     fn prefetch_discipline(&self, pkt: &Packet) {
-        let Some((leaf, parent)) = self.leaf_of(pkt) else {
+        let Some((leaf, p)) = self.leaf_of(pkt) else {
             return;
         };
-        let parent = self.nodes.at(parent);
+        let parent = self.nodes.at(p);
         if let Some(grandparent) = self.nodes.get(parent.parent as usize) {
             prefetch(grandparent);
         }
-        if leaf.active && self.quiet[leaf.parent as usize] {
+        if leaf.active && self.quiet[p as usize] {
             return;
         }
         if let Kind::Internal { sched, .. } = &parent.kind {
