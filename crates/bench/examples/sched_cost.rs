@@ -10,7 +10,10 @@
 //! Arguments: `none`, `fifo`, `drr`, `qfq` or `wf2q+`; a pattern (`small`,
 //! `large`, `full`, `balanced`); the number of flows (weight 1); the number of
 //! pairs. Run it with two pair counts: the difference of the totals divided by
-//! the difference of the pairs is the cost of one pair, construction excluded.
+//! the difference of the pairs it prints (`large` and `balanced` run whole
+//! cycles of their pattern, so it may print more than asked) is the cost of
+//! one pair, construction excluded. With `--cache-sim=yes --D1=49152,12,64
+//! --LL=1048576,16,64` the same difference gives the misses a pair.
 
 use eiffel_bench::sched::workload::{drive, fill, Generator, Load, Ring, Sched, Target};
 use eiffel_sched::{Drr, Fifo, Qfq, Wf2qPlus};

@@ -35,6 +35,89 @@ impl CpuInstant {
     }
 }
 
+/// Cycles of one 64-bit multiplication from its operand to its product on
+/// every x86-64 core of the last fifteen years (Intel since Nehalem, AMD since
+/// Zen): the latency [`core_ghz`]'s chain is timed in.
+const MUL_LATENCY: u64 = 3;
+
+/// The clock the calling thread's core runs at, in GHz, or `None` where it
+/// cannot be measured (not x86-64). A chain of dependent multiplications retires
+/// one every [`MUL_LATENCY`] cycles, however wide the core: the chain's cycles
+/// over the CPU time it took are the clock. The median of seven chains of about
+/// 40 ms each (at 3 GHz); on a virtual machine whose clock moves between days
+/// it turns nanoseconds into cycles, which do compare.
+#[must_use]
+pub fn core_ghz() -> Option<f64> {
+    const LINKS: u64 = 40_000_000;
+    if !cfg!(target_arch = "x86_64") {
+        return None;
+    }
+    chain(std::hint::black_box(LINKS / 10), 1);
+    let mut ghz: Vec<f64> = (0..7)
+        .map(|_| {
+            let t = CpuInstant::now();
+            std::hint::black_box(chain(std::hint::black_box(LINKS), 1));
+            let ns = t.elapsed().as_nanos().max(1) as f64;
+            (LINKS * MUL_LATENCY) as f64 / ns
+        })
+        .collect();
+    ghz.sort_by(f64::total_cmp);
+    Some(ghz[3])
+}
+
+/// The core's clock measured before and after a benchmark's runs.
+#[derive(Clone, Copy, Debug)]
+pub struct ClockAround {
+    /// GHz before the runs.
+    pub before: Option<f64>,
+    /// GHz after them (`None` until [`ClockAround::finish`]).
+    pub after: Option<f64>,
+}
+
+impl ClockAround {
+    /// Measures the clock before the runs.
+    #[must_use]
+    pub fn start() -> Self {
+        ClockAround {
+            before: core_ghz(),
+            after: None,
+        }
+    }
+
+    /// Measures the clock after the runs.
+    pub fn finish(&mut self) {
+        self.after = core_ghz();
+    }
+
+    /// The mean of both measurements, when both were made.
+    #[must_use]
+    pub fn mean(&self) -> Option<f64> {
+        self.before.zip(self.after).map(|(b, a)| (b + a) / 2.0)
+    }
+
+    /// One line for a benchmark's text output, when both were made.
+    #[must_use]
+    pub fn line(&self) -> Option<String> {
+        let (before, after) = self.before.zip(self.after)?;
+        Some(format!(
+            "core clock {before:.2} GHz before the runs, {after:.2} after (cycles = ns x GHz)"
+        ))
+    }
+}
+
+/// `links` dependent multiplications of `x`, each by a factor the compiler
+/// cannot see, so that it can neither fold the chain nor regroup it (`x * f *
+/// f` as `x * (f * f)`). Reading the factor is off the chain; `x` stays in a
+/// register (an argument, not a value passed through `black_box`'s memory).
+#[inline(never)]
+fn chain(links: u64, mut x: u64) -> u64 {
+    let factor = 0x9e37_79b9_7f4a_7c15_u64;
+    for _ in 0..links {
+        x = x.wrapping_mul(std::hint::black_box(factor));
+    }
+    x
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -47,5 +130,21 @@ mod tests {
             x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
         }
         assert!(start.elapsed() > Duration::ZERO, "{x}");
+    }
+
+    #[test]
+    fn the_chain_multiplies_every_link() {
+        let factor = 0x9e37_79b9_7f4a_7c15_u64;
+        let want = (0..1000).fold(1_u64, |x, _| x.wrapping_mul(factor));
+        assert_eq!(chain(1000, 1), want);
+    }
+
+    #[test]
+    fn a_clock_is_measured_on_x86_64() {
+        let ghz = core_ghz();
+        assert_eq!(ghz.is_some(), cfg!(target_arch = "x86_64"));
+        // Any core this runs on lies between these (an emulator such as
+        // valgrind or miri may be far slower, so only the upper bound holds).
+        assert!(ghz.is_none_or(|g| g > 0.0 && g < 10.0), "{ghz:?}");
     }
 }

@@ -38,6 +38,7 @@ use serde::Serialize;
 use self::workload::{drive, fill, Generator, Load, Ring, Sched, Target};
 use crate::clock::CpuInstant;
 
+use crate::clock::ClockAround;
 use crate::report::{fmt_f, print_results, Table};
 use crate::{BenchError, CommonOpts};
 
@@ -71,6 +72,9 @@ struct Record {
     net_ns_per_pair: f64,
     /// Pairs timed.
     pairs: u64,
+    /// The core's clock in GHz ([`crate::clock::core_ghz`]), the mean of its
+    /// measurements before and after the run; `None` off x86-64.
+    core_ghz: Option<f64>,
 }
 
 /// The flow set of a configuration: `(weight, flows)` classes.
@@ -288,13 +292,17 @@ fn push_records(
             ns_per_pair: ns,
             net_ns_per_pair: ns - none,
             pairs: done,
+            core_ghz: None,
         });
     }
 }
 
-fn print_table(records: &[Record]) -> std::io::Result<()> {
+fn print_table(records: &[Record], clock: &ClockAround) -> std::io::Result<()> {
     crate::outln!("qfq.txt Table 4: ns per enqueue/dequeue pair, generator included (NONE = generator alone, same run)");
     crate::outln!("net = minus NONE; ratios on net costs");
+    if let Some(line) = clock.line() {
+        crate::outln!("{line}");
+    }
     let mut t = Table::new([
         "flows",
         "pattern",
@@ -393,6 +401,7 @@ pub fn run(opts: &SchedOpts) -> Result<(), BenchError> {
     if let Some(path) = &opts.c_harness {
         authors::check(path)?;
     }
+    let mut clock = ClockAround::start();
     for set in &sets {
         for &load in &loads {
             configuration(set, load, pairs, &mut records)?;
@@ -401,10 +410,14 @@ pub fn run(opts: &SchedOpts) -> Result<(), BenchError> {
             }
         }
     }
+    clock.finish();
+    for r in &mut records {
+        r.core_ghz = clock.mean();
+    }
     if opts.common.json {
         print_results(&records)?;
     } else {
-        print_table(&records)?;
+        print_table(&records, &clock)?;
     }
     Ok(())
 }

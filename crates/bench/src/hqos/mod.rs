@@ -57,7 +57,7 @@ use clap::Args;
 use eiffel_policy::Policy;
 use serde::Serialize;
 
-use crate::clock::CpuInstant;
+use crate::clock::{ClockAround, CpuInstant};
 use crate::report::{fmt_f, print_results, Table};
 use crate::{BenchError, CommonOpts};
 use hierarchy::Hierarchy;
@@ -220,6 +220,9 @@ struct Record {
     /// Eiffel's Mpps over rte_sched's (Eiffel's records, with DPDK): the
     /// median over the interleaved repetitions of each pair's ratio.
     speedup: Option<f64>,
+    /// The core's clock in GHz ([`crate::clock::core_ghz`]), the mean of its
+    /// measurements before and after the throughput runs; `None` off x86-64.
+    core_ghz: Option<f64>,
 }
 
 /// The outcome of the share comparison.
@@ -511,6 +514,7 @@ fn record(arch: &'static str, pipes: u32, o: &Outcome, packets: u64, backlog: us
         pages: if o.huge_bytes > 0 { "2m" } else { "4k" },
         huge_mb: o.huge_bytes as f64 / f64::from(1u32 << 20),
         speedup: None,
+        core_ghz: None,
     }
 }
 
@@ -525,6 +529,7 @@ pub fn run(opts: &HqosOpts) -> Result<(), BenchError> {
     let sizes = [16u32, 64, 1024].into_iter().filter(|&p| {
         opts.queues.is_empty() || opts.queues.contains(&Hierarchy::queues(SUBPORTS, p))
     });
+    let mut clock = ClockAround::start();
     for pipes in sizes {
         let backlog = Hierarchy::queues(SUBPORTS, pipes);
         let run = Run {
@@ -545,10 +550,15 @@ pub fn run(opts: &HqosOpts) -> Result<(), BenchError> {
             records.push(er);
         }
     }
+    clock.finish();
+    for r in &mut records {
+        r.core_ghz = clock.mean();
+    }
     if opts.only.is_some() {
         if opts.common.json {
             print_results(&records)?;
         } else {
+            print_clock(&clock)?;
             crate::out!("{}", throughput_table(&records).render());
         }
         return Ok(());
@@ -565,7 +575,7 @@ pub fn run(opts: &HqosOpts) -> Result<(), BenchError> {
             shares: &check,
         }])?;
     } else {
-        print_tables(&opts.policy, &records, &check)?;
+        print_tables(&opts.policy, &records, &check, &clock)?;
     }
     if !check.passes() {
         return Err(format!(
@@ -578,14 +588,27 @@ pub fn run(opts: &HqosOpts) -> Result<(), BenchError> {
     Ok(())
 }
 
-fn print_tables(policy: &Path, records: &[Record], check: &ShareCheck) -> std::io::Result<()> {
+fn print_tables(
+    policy: &Path,
+    records: &[Record],
+    check: &ShareCheck,
+    clock: &ClockAround,
+) -> std::io::Result<()> {
     crate::outln!(
         "hierarchical QoS: {} (4 subports; rates lifted to the port's), bursts of {BURST}, 64-1500 B",
         policy.display()
     );
+    print_clock(clock)?;
     crate::out!("{}", throughput_table(records).render());
     crate::outln!();
     print_share_table(check)?;
+    Ok(())
+}
+
+fn print_clock(clock: &ClockAround) -> std::io::Result<()> {
+    if let Some(line) = clock.line() {
+        crate::outln!("{line}");
+    }
     Ok(())
 }
 
