@@ -42,7 +42,7 @@ const MUL_LATENCY: u64 = 3;
 
 /// The clock the calling thread's core runs at, in GHz, or `None` where it
 /// cannot be measured (not x86-64). A chain of dependent multiplications retires
-/// one every [`MUL_LATENCY`] cycles, however wide the core: the chain's cycles
+/// one every three cycles, however wide the core: the chain's cycles
 /// over the CPU time it took are the clock. The median of seven chains of about
 /// 40 ms each (at 3 GHz); on a virtual machine whose clock moves between days
 /// it turns nanoseconds into cycles, which do compare.
