@@ -95,13 +95,17 @@ impl ClockAround {
         self.before.zip(self.after).map(|(b, a)| (b + a) / 2.0)
     }
 
-    /// One line for a benchmark's text output, when both were made.
-    #[must_use]
-    pub fn line(&self) -> Option<String> {
-        let (before, after) = self.before.zip(self.after)?;
-        Some(format!(
-            "core clock {before:.2} GHz before the runs, {after:.2} after (cycles = ns x GHz)"
-        ))
+    /// Prints one line of a benchmark's text output, when both were made.
+    ///
+    /// # Errors
+    /// If the output cannot be written.
+    pub fn print(&self) -> std::io::Result<()> {
+        if let Some((before, after)) = self.before.zip(self.after) {
+            crate::outln!(
+                "core clock {before:.2} GHz before the runs, {after:.2} after (cycles = ns x GHz)"
+            );
+        }
+        Ok(())
     }
 }
 

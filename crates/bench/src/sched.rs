@@ -36,9 +36,8 @@ use eiffel_sched::{Drr, Fifo, FlowConfig, FlowScheduler, PerFlow, Qfq, Wf2qPlus}
 use serde::Serialize;
 
 use self::workload::{drive, fill, Generator, Load, Ring, Sched, Target};
-use crate::clock::CpuInstant;
+use crate::clock::{ClockAround, CpuInstant};
 
-use crate::clock::ClockAround;
 use crate::report::{fmt_f, print_results, Table};
 use crate::{BenchError, CommonOpts};
 
@@ -300,9 +299,7 @@ fn push_records(
 fn print_table(records: &[Record], clock: &ClockAround) -> std::io::Result<()> {
     crate::outln!("qfq.txt Table 4: ns per enqueue/dequeue pair, generator included (NONE = generator alone, same run)");
     crate::outln!("net = minus NONE; ratios on net costs");
-    if let Some(line) = clock.line() {
-        crate::outln!("{line}");
-    }
+    clock.print()?;
     let mut t = Table::new([
         "flows",
         "pattern",

@@ -558,7 +558,7 @@ pub fn run(opts: &HqosOpts) -> Result<(), BenchError> {
         if opts.common.json {
             print_results(&records)?;
         } else {
-            print_clock(&clock)?;
+            clock.print()?;
             crate::out!("{}", throughput_table(&records).render());
         }
         return Ok(());
@@ -598,17 +598,10 @@ fn print_tables(
         "hierarchical QoS: {} (4 subports; rates lifted to the port's), bursts of {BURST}, 64-1500 B",
         policy.display()
     );
-    print_clock(clock)?;
+    clock.print()?;
     crate::out!("{}", throughput_table(records).render());
     crate::outln!();
     print_share_table(check)?;
-    Ok(())
-}
-
-fn print_clock(clock: &ClockAround) -> std::io::Result<()> {
-    if let Some(line) = clock.line() {
-        crate::outln!("{line}");
-    }
     Ok(())
 }
 
