@@ -325,7 +325,30 @@ pub fn parse(frame: &[u8]) -> Result<Headers, Malformed> {
 pub fn parse_general(frame: &[u8]) -> Result<Headers, Malformed> {
     let sliced = SlicedPacket::from_ethernet(frame).map_err(|e| Malformed::from_slice_error(&e))?;
     let len = u32::try_from(frame.len()).unwrap_or(u32::MAX);
+    let (ether_type, vlans) = link_fields(&sliced)?;
+    let net = net_fields(frame, sliced.net.as_ref());
+    let (ports, udp_payload) = if net.fragment {
+        (None, None)
+    } else {
+        transport_fields(frame, sliced.transport.as_ref())
+    };
+    Ok(Headers {
+        key: FlowKey {
+            vlan: vlans[0],
+            inner_vlan: vlans[1],
+            ether_type,
+            ip: net.ip.map(|ip| IpKey { ports, ..ip }),
+        },
+        len,
+        fragment: net.fragment,
+        udp_payload,
+        ipv4_options: net.ipv4_options,
+    })
+}
 
+/// The innermost EtherType of a sliced frame and its outer and inner VLAN ids
+/// (tags beyond the second are walked for the EtherType but not kept).
+fn link_fields(sliced: &SlicedPacket<'_>) -> Result<(u16, [Option<u16>; 2]), Malformed> {
     let mut ether_type = match &sliced.link {
         Some(LinkSlice::Ethernet2(eth)) => eth.ether_type().0,
         // `from_ethernet` always yields an Ethernet II link layer; anything else
@@ -346,76 +369,89 @@ pub fn parse_general(frame: &[u8]) -> Result<Headers, Malformed> {
             LinkExtSlice::Macsec(_) => return Err(Malformed::Other),
         }
     }
+    Ok((ether_type, vlans))
+}
 
-    let mut fragment = false;
-    let mut ipv4_options = None;
-    let offset = |part: &[u8]| (part.as_ptr() as usize - frame.as_ptr() as usize) as u32;
-    let ip = match &sliced.net {
+/// What the network layer of a sliced frame gives a [`Headers`].
+struct NetFields {
+    /// The key's IP part, ports not yet read; `None` without an IP header.
+    ip: Option<IpKey>,
+    /// Whether the IP packet is a fragment.
+    fragment: bool,
+    /// Where the IPv4 options lie in the frame, if there are any.
+    ipv4_options: Option<(u32, u32)>,
+}
+
+/// The IP fields of a sliced frame's network layer `net` (`frame` the whole
+/// frame, for the options' offset).
+fn net_fields(frame: &[u8], net: Option<&NetSlice<'_>>) -> NetFields {
+    match net {
         Some(NetSlice::Ipv4(v4)) => {
             let h = v4.header();
-            fragment = v4.is_payload_fragmented();
             let options = h.options();
-            if !options.is_empty() {
-                ipv4_options = Some((offset(options), options.len() as u32));
+            NetFields {
+                ip: Some(IpKey {
+                    src: IpAddr::from(h.source()),
+                    dst: IpAddr::from(h.destination()),
+                    protocol: v4.payload().ip_number.0,
+                    dscp: h.dcp().value(),
+                    ports: None,
+                }),
+                fragment: v4.is_payload_fragmented(),
+                ipv4_options: (!options.is_empty())
+                    .then(|| (offset_in(frame, options), options.len() as u32)),
             }
-            Some(IpKey {
-                src: IpAddr::from(h.source()),
-                dst: IpAddr::from(h.destination()),
-                protocol: v4.payload().ip_number.0,
-                dscp: h.dcp().value(),
-                ports: None,
-            })
         }
         Some(NetSlice::Ipv6(v6)) => {
             let h = v6.header();
-            fragment = v6.is_payload_fragmented();
-            Some(IpKey {
-                src: IpAddr::from(h.source()),
-                dst: IpAddr::from(h.destination()),
-                protocol: v6.payload().ip_number.0,
-                dscp: h.dscp().value(),
-                ports: None,
-            })
-        }
-        Some(NetSlice::Arp(_)) | None => None,
-    };
-    let ip = ip.map(|mut ip| {
-        if !fragment {
-            match &sliced.transport {
-                Some(TransportSlice::Tcp(tcp)) => {
-                    ip.ports = Some(Ports {
-                        src: tcp.source_port(),
-                        dst: tcp.destination_port(),
-                    });
-                }
-                Some(TransportSlice::Udp(udp)) => {
-                    ip.ports = Some(Ports {
-                        src: udp.source_port(),
-                        dst: udp.destination_port(),
-                    });
-                }
-                _ => {}
+            NetFields {
+                ip: Some(IpKey {
+                    src: IpAddr::from(h.source()),
+                    dst: IpAddr::from(h.destination()),
+                    protocol: v6.payload().ip_number.0,
+                    dscp: h.dscp().value(),
+                    ports: None,
+                }),
+                fragment: v6.is_payload_fragmented(),
+                ipv4_options: None,
             }
         }
-        ip
-    });
-    let udp_payload = match (&sliced.transport, fragment) {
-        (Some(TransportSlice::Udp(udp)), false) => Some(offset(udp.payload())),
-        _ => None,
-    };
-
-    Ok(Headers {
-        key: FlowKey {
-            vlan: vlans[0],
-            inner_vlan: vlans[1],
-            ether_type,
-            ip,
+        Some(NetSlice::Arp(_)) | None => NetFields {
+            ip: None,
+            fragment: false,
+            ipv4_options: None,
         },
-        len,
-        fragment,
-        udp_payload,
-        ipv4_options,
-    })
+    }
+}
+
+/// The ports of an unfragmented TCP or UDP segment, and for UDP where its
+/// payload starts in `frame`; `(None, None)` for any other transport.
+fn transport_fields(
+    frame: &[u8],
+    transport: Option<&TransportSlice<'_>>,
+) -> (Option<Ports>, Option<u32>) {
+    match transport {
+        Some(TransportSlice::Tcp(tcp)) => (
+            Some(Ports {
+                src: tcp.source_port(),
+                dst: tcp.destination_port(),
+            }),
+            None,
+        ),
+        Some(TransportSlice::Udp(udp)) => (
+            Some(Ports {
+                src: udp.source_port(),
+                dst: udp.destination_port(),
+            }),
+            Some(offset_in(frame, udp.payload())),
+        ),
+        _ => (None, None),
+    }
+}
+
+/// Where `part`, a subslice of `frame`, starts in it.
+fn offset_in(frame: &[u8], part: &[u8]) -> u32 {
+    (part.as_ptr() as usize - frame.as_ptr() as usize) as u32
 }
 
 #[cfg(test)]

@@ -332,23 +332,30 @@ fn rule_error(index: &KeyIndex, spec: &TreeSpec, e: &RuleError) -> PolicyError {
     index.at_key(&path, msg)
 }
 
-/// Compiles the `[classify]` section against the validated tree `spec`: the
-/// section (or a default-only one for a single leaf), its rules, and the checks
-/// that every leaf is reachable and every per-flow leaf covers the flow table.
-pub(crate) fn compile(
+/// An annotation compilation error at the key it concerns.
+fn annotate_error(index: &KeyIndex, spec: &TreeSpec, e: AnnotateError) -> PolicyError {
+    match e {
+        AnnotateError::UnknownLeaf { leaf } => index.at_key(
+            &format!("classify.deadline.leaf.{leaf}"),
+            format!(
+                "`{leaf}` is not a leaf of the policy{}",
+                hint_leaf(spec, &leaf)
+            ),
+        ),
+        other => index.at_key("classify", other.to_string()),
+    }
+}
+
+/// The section as written, its flow table of `table` flows and a positive idle
+/// timeout; without one, the section that sends every packet to the only leaf,
+/// refused when `leaves` holds more than one.
+fn section_spec(
     index: &KeyIndex,
     file: Option<ClassifyFile>,
     spec: &TreeSpec,
-) -> Result<(ClassifySpec, RuleSet), PolicyError> {
-    let kids = spec.child_lists();
-    let leaves: Vec<usize> = (0..spec.nodes.len())
-        .filter(|&i| kids[i].is_empty())
-        .collect();
-    let table = max_flows(
-        index,
-        file.as_ref().and_then(|f| f.max_flows.as_ref()),
-        spec,
-    )?;
+    leaves: &[usize],
+    table: u32,
+) -> Result<ClassifySpec, PolicyError> {
     let classify = match file {
         Some(f) => ClassifySpec {
             annotate: annotate_spec(index, &f)?,
@@ -385,6 +392,48 @@ pub(crate) fn compile(
             "a flow cannot expire after no time: give a positive `idle_timeout`",
         ));
     }
+    Ok(classify)
+}
+
+/// Refuses a leaf that is neither the default nor the leaf of any rule of
+/// `classify`: no packet could enter it.
+fn check_reached(
+    index: &KeyIndex,
+    spec: &TreeSpec,
+    leaves: &[usize],
+    classify: &ClassifySpec,
+) -> Result<(), PolicyError> {
+    let reached: HashSet<&str> = classify.rules.iter().map(|r| r.leaf.as_str()).collect();
+    for &l in leaves {
+        let name = &spec.nodes[l].name;
+        if *name != classify.default && !reached.contains(name.as_str()) {
+            return Err(index.at_key(
+                &format!("node[{l}].name"),
+                format!("leaf `{name}` is reached by no classification rule and is not the default: no packet could ever enter it"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Compiles the `[classify]` section against the validated tree `spec`: the
+/// section (or a default-only one for a single leaf), its rules, and the checks
+/// that every leaf is reachable and every per-flow leaf covers the flow table.
+pub(crate) fn compile(
+    index: &KeyIndex,
+    file: Option<ClassifyFile>,
+    spec: &TreeSpec,
+) -> Result<(ClassifySpec, RuleSet), PolicyError> {
+    let kids = spec.child_lists();
+    let leaves: Vec<usize> = (0..spec.nodes.len())
+        .filter(|&i| kids[i].is_empty())
+        .collect();
+    let table = max_flows(
+        index,
+        file.as_ref().and_then(|f| f.max_flows.as_ref()),
+        spec,
+    )?;
+    let classify = section_spec(index, file, spec, &leaves, table)?;
     // Names are looked up in maps built once: a file may hold 100,000 nodes
     // and 4,096 rules.
     let ids: HashMap<&str, usize> = (spec.nodes.iter().enumerate())
@@ -397,29 +446,11 @@ pub(crate) fn compile(
     };
     let rules = RuleSet::compile(&classify.rules, &classify.default, resolve)
         .map_err(|e| rule_error(index, spec, &e))?;
-    let reached: HashSet<&str> = classify.rules.iter().map(|r| r.leaf.as_str()).collect();
-    for &l in &leaves {
-        let name = &spec.nodes[l].name;
-        if *name != classify.default && !reached.contains(name.as_str()) {
-            return Err(index.at_key(
-                &format!("node[{l}].name"),
-                format!("leaf `{name}` is reached by no classification rule and is not the default: no packet could ever enter it"),
-            ));
-        }
-    }
+    check_reached(index, spec, &leaves, &classify)?;
     classify
         .annotate
         .compile(classify.flow_table.max_flows, resolve)
-        .map_err(|e| match e {
-            AnnotateError::UnknownLeaf { leaf } => index.at_key(
-                &format!("classify.deadline.leaf.{leaf}"),
-                format!(
-                    "`{leaf}` is not a leaf of the policy{}",
-                    hint_leaf(spec, &leaf)
-                ),
-            ),
-            other => index.at_key("classify", other.to_string()),
-        })?;
+        .map_err(|e| annotate_error(index, spec, e))?;
     Ok((classify, rules))
 }
 

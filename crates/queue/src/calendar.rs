@@ -374,6 +374,64 @@ fn circular_distance(from: usize, to: usize, n: usize) -> usize {
     }
 }
 
+/// The reach of levels of `sizes` buckets (their product) and the store lists
+/// they take (their sum), for levels of 1 to [`MAX_HIER_BUCKETS`] buckets whose
+/// lists leave room for the carry list and the store's reserved `NIL`.
+fn level_extent(sizes: &[usize]) -> Result<(u64, usize), ConfigError> {
+    let mut reach = 1u64;
+    let mut lists = 0usize;
+    for &n in sizes {
+        if n == 0 {
+            return Err(ConfigError::ZeroBuckets);
+        }
+        if n > MAX_HIER_BUCKETS {
+            return Err(ConfigError::TooManyBuckets {
+                requested: n,
+                max: MAX_HIER_BUCKETS,
+            });
+        }
+        reach = reach
+            .checked_mul(n as u64)
+            .ok_or(ConfigError::HorizonTooLarge)?;
+        lists += n;
+    }
+    // One more list for the carry, and the store's `NIL` is reserved.
+    let max_lists = NIL as usize - 1;
+    if lists >= max_lists {
+        return Err(ConfigError::TooManyBuckets {
+            requested: lists,
+            max: max_lists - 1,
+        });
+    }
+    Ok((reach, lists))
+}
+
+/// The empty coarse levels of a calendar of `sizes` buckets per level (checked
+/// by [`level_extent`]) whose head is day `head`: their lists follow level 0's
+/// days in the store, and each level's current block is the head's.
+fn coarse_levels(sizes: &[usize], head: u64) -> Result<Vec<Level>, ConfigError> {
+    let mut upper = Vec::with_capacity(sizes.len() - 1);
+    let mut span = sizes[0] as u64;
+    let mut first = sizes[0];
+    for &n in &sizes[1..] {
+        let span_gran = Granularity::new(span)?;
+        let cur = span_gran.buckets_between(0, head);
+        upper.push(Level {
+            first,
+            n,
+            span: span_gran,
+            cur,
+            cur_slot: (cur % n as u64) as usize,
+            occupied: HierBitmap::new(n),
+            len: 0,
+        });
+        first += n;
+        // Cannot overflow: bounded by the reach `level_extent` checked.
+        span *= n as u64;
+    }
+    Ok(upper)
+}
+
 /// A programmable calendar queue of items of type `T` (Sharma et al., NSDI'20,
 /// sections 3 and 4): a ring of FIFO days whose head is the current day, flat or
 /// hierarchical (levels of `n_0 x n_1 x ...` days, section 3.5), logical or
@@ -480,53 +538,11 @@ impl<T> Calendar<T> {
         check_capacity(cfg.capacity)?;
         let gran = Granularity::new(cfg.granularity)?;
         let sizes = &cfg.levels[..cfg.depth];
-        let mut reach = 1u64;
-        let mut lists = 0usize;
-        for &n in sizes {
-            if n == 0 {
-                return Err(ConfigError::ZeroBuckets);
-            }
-            if n > MAX_HIER_BUCKETS {
-                return Err(ConfigError::TooManyBuckets {
-                    requested: n,
-                    max: MAX_HIER_BUCKETS,
-                });
-            }
-            reach = reach
-                .checked_mul(n as u64)
-                .ok_or(ConfigError::HorizonTooLarge)?;
-            lists += n;
-        }
-        // One more list for the carry, and the store's `NIL` is reserved.
-        let max_lists = NIL as usize - 1;
-        if lists >= max_lists {
-            return Err(ConfigError::TooManyBuckets {
-                requested: lists,
-                max: max_lists - 1,
-            });
-        }
+        let (reach, lists) = level_extent(sizes)?;
         let n0 = sizes[0];
         let max_day = gran.buckets_between(0, u64::MAX);
         let head = gran.buckets_between(0, cfg.start);
-        let mut upper = Vec::with_capacity(cfg.depth - 1);
-        let mut span = n0 as u64;
-        let mut first = n0;
-        for &n in &sizes[1..] {
-            let span_gran = Granularity::new(span)?;
-            let cur = span_gran.buckets_between(0, head);
-            upper.push(Level {
-                first,
-                n,
-                span: span_gran,
-                cur,
-                cur_slot: (cur % n as u64) as usize,
-                occupied: HierBitmap::new(n),
-                len: 0,
-            });
-            first += n;
-            // Cannot overflow: bounded by the reach checked above.
-            span *= n as u64;
-        }
+        let upper = coarse_levels(sizes, head)?;
         let day_of = if cfg.depth > 1 {
             vec![0; cfg.capacity]
         } else {

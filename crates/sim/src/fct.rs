@@ -85,6 +85,32 @@ pub fn flow_workload(link: Link, w: &FlowWorkload, seed: u64) -> FlowTrace {
         w.access_bps > 0 && w.mtu > 0 && w.load > 0.0,
         "access rate, MTU and load must be positive"
     );
+    let mut flows = draw_flows(link, w, total, seed);
+    let mut arrivals = Vec::new();
+    let background = w.background.len();
+    for (id, f) in flows.iter_mut().enumerate() {
+        f.id = id as FlowId;
+        let bps = if id < background && w.background_bps > 0 {
+            w.background_bps
+        } else {
+            w.access_bps
+        };
+        pace(f, bps, w.mtu, &mut arrivals);
+    }
+    // Sort by time, stably: a flow's packets keep their order.
+    arrivals.sort_by_key(|(a, _)| a.at);
+    let remaining = arrivals.iter().map(|&(_, r)| r).collect();
+    FlowTrace {
+        trace: Trace::new(arrivals.into_iter().map(|(a, _)| a).collect()),
+        remaining,
+        flows,
+    }
+}
+
+/// The flows of `w` (ids not yet given): its background flows at time 0, then
+/// Poisson arrivals until `w.duration_ns` at the rate that fills `w.load` of
+/// `link`, each of a size drawn from `w.sizes` (whose weights sum to `total`).
+fn draw_flows(link: Link, w: &FlowWorkload, total: f64, seed: u64) -> Vec<FlowInfo> {
     let mean: f64 = w
         .sizes
         .iter()
@@ -110,55 +136,48 @@ pub fn flow_workload(link: Link, w: &FlowWorkload, seed: u64) -> FlowTrace {
         if t >= w.duration_ns as f64 {
             break;
         }
-        let mut x = rng.gen_range(0.0..total);
-        let size = w
-            .sizes
-            .iter()
-            .find(|&&(_, p)| {
-                x -= p.max(0.0);
-                x < 0.0
-            })
-            .map_or(w.sizes[w.sizes.len() - 1].0, |&(s, _)| s);
+        let size = draw_size(&mut rng, &w.sizes, total);
         flows.push(FlowInfo {
             id: 0,
             start: t as Nanos,
             size,
         });
     }
-    let mut arrivals = Vec::new();
-    let mut remaining_of = Vec::new();
-    let background = w.background.len();
-    for (id, f) in flows.iter_mut().enumerate() {
-        f.id = id as FlowId;
-        let bps = if id < background && w.background_bps > 0 {
-            w.background_bps
-        } else {
-            w.access_bps
-        };
-        let mut left = f.size.max(1);
-        let mut k = 0u64;
-        while left > 0 {
-            let len = left.min(u64::from(w.mtu)) as u32;
-            let at = f.start + k * u64::from(w.mtu) * 8_000_000_000 / bps;
-            arrivals.push((
-                Arrival {
-                    at,
-                    flow: f.id,
-                    len,
-                },
-                left,
-            ));
-            left -= u64::from(len);
-            k += 1;
-        }
-    }
-    // Sort by time, stably: a flow's packets keep their order.
-    arrivals.sort_by_key(|(a, _)| a.at);
-    remaining_of.extend(arrivals.iter().map(|&(_, r)| r));
-    FlowTrace {
-        trace: Trace::new(arrivals.into_iter().map(|(a, _)| a).collect()),
-        remaining: remaining_of,
-        flows,
+    flows
+}
+
+/// A flow size drawn from `sizes` in proportion to their (non-negative parts of
+/// the) weights, which sum to `total`; the last size if rounding leaves none.
+fn draw_size(rng: &mut SmallRng, sizes: &[(u64, f64)], total: f64) -> u64 {
+    let mut x = rng.gen_range(0.0..total);
+    sizes
+        .iter()
+        .find(|&&(_, p)| {
+            x -= p.max(0.0);
+            x < 0.0
+        })
+        .map_or(sizes[sizes.len() - 1].0, |&(s, _)| s)
+}
+
+/// Cuts flow `f` into packets of `mtu` bytes (the last one the remainder; an
+/// empty flow sends one byte) arriving at `bps` from its start, and appends
+/// each with the bytes its flow still has to send.
+fn pace(f: &FlowInfo, bps: u64, mtu: u32, arrivals: &mut Vec<(Arrival, u64)>) {
+    let mut left = f.size.max(1);
+    let mut k = 0u64;
+    while left > 0 {
+        let len = left.min(u64::from(mtu)) as u32;
+        let at = f.start + k * u64::from(mtu) * 8_000_000_000 / bps;
+        arrivals.push((
+            Arrival {
+                at,
+                flow: f.id,
+                len,
+            },
+            left,
+        ));
+        left -= u64::from(len);
+        k += 1;
     }
 }
 

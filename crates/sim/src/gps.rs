@@ -15,9 +15,9 @@
 
 use crate::link::Link;
 use crate::run::{Outcome, Run};
-use crate::trace::Trace;
+use crate::trace::{Arrival, Trace};
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 /// One packet as GPS served it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -74,6 +74,145 @@ impl PartialOrd for Head {
     }
 }
 
+/// The state of a GPS simulation between two events: the clock, the virtual
+/// time and the weight of the backlogged flows, each flow's FIFO, and what has
+/// been recorded so far.
+struct Fluid<'a> {
+    arrivals: &'a [Arrival],
+    weights: &'a [f64],
+    /// Link rate, bytes per ns.
+    rate: f64,
+    /// Time of the last event, ns.
+    t: f64,
+    /// Virtual time at `t`.
+    v: f64,
+    /// Sum of the weights of the backlogged flows.
+    wsum: f64,
+    packets: Vec<Option<FluidPacket>>,
+    per_flow: Vec<Vec<(usize, f64)>>,
+    /// Per flow, its packets not yet fully served, in FIFO order.
+    queues: Vec<VecDeque<usize>>,
+    /// Per flow, the virtual finish of its latest packet.
+    last_finish: Vec<f64>,
+    /// The head packet of each backlogged flow, by virtual finish.
+    heap: BinaryHeap<Head>,
+    pieces: Vec<Piece>,
+}
+
+impl<'a> Fluid<'a> {
+    /// An idle server at time 0 for the packets `arrivals` and flows weighted
+    /// `weights`, on a link of `rate` bytes per ns.
+    fn new(arrivals: &'a [Arrival], weights: &'a [f64], rate: f64) -> Self {
+        let n_flows = weights.len();
+        Fluid {
+            arrivals,
+            weights,
+            rate,
+            t: 0.0,
+            v: 0.0,
+            wsum: 0.0,
+            packets: vec![None; arrivals.len()],
+            per_flow: vec![Vec::new(); n_flows],
+            queues: vec![VecDeque::new(); n_flows],
+            last_finish: vec![0f64; n_flows],
+            heap: BinaryHeap::new(),
+            pieces: vec![Piece {
+                t_ns: 0.0,
+                v: 0.0,
+                slope: 0.0,
+            }],
+        }
+    }
+
+    /// Appends the piece of the virtual-time function that starts now.
+    fn record(&mut self) {
+        let slope = if self.wsum > 0.0 {
+            self.rate / self.wsum
+        } else {
+            0.0
+        };
+        self.pieces.push(Piece {
+            t_ns: self.t,
+            v: self.v,
+            slope,
+        });
+    }
+
+    /// The next departure, time and virtual finish: the head with the smallest
+    /// finish, when `V` reaches it.
+    fn next_departure(&self) -> Option<(f64, f64)> {
+        self.heap.peek().map(|h| {
+            let dt = (h.finish_v - self.v) * self.wsum / self.rate;
+            (self.t + dt.max(0.0), h.finish_v)
+        })
+    }
+
+    /// Packet `j` arrives at `ta`: it gets its virtual start and finish and joins
+    /// its flow's FIFO, the flow becoming backlogged if it was not.
+    fn arrive(&mut self, j: usize, ta: f64) {
+        if self.wsum > 0.0 {
+            self.v += (ta - self.t) * self.rate / self.wsum;
+        }
+        self.t = ta;
+        let a = self.arrivals[j];
+        let k = a.flow as usize;
+        let w = self.weights.get(k).copied().filter(|&w| w > 0.0);
+        let w = w.unwrap_or_else(|| panic!("flow {k} has no positive weight"));
+        let start_v = self.v.max(self.last_finish[k]);
+        let finish_v = start_v + f64::from(a.len) / w;
+        self.last_finish[k] = finish_v;
+        let before = self.per_flow[k]
+            .last()
+            .map_or(0.0, |&(p, b)| b + f64::from(self.arrivals[p].len));
+        self.per_flow[k].push((j, before));
+        self.packets[j] = Some(FluidPacket {
+            start_v,
+            finish_v,
+            finish_ns: f64::NAN,
+        });
+        self.queues[k].push_back(j);
+        if self.queues[k].len() == 1 {
+            self.wsum += w;
+            self.heap.push(Head { finish_v, flow: k });
+        }
+        self.record();
+    }
+
+    /// The head packet with the smallest virtual finish `fv` departs at `td`;
+    /// its flow's next packet becomes the head, or the flow leaves the backlog.
+    fn depart(&mut self, td: f64, fv: f64) {
+        self.t = td;
+        self.v = fv;
+        let Head { flow: k, .. } = self.heap.pop().expect("head");
+        let j = self.queues[k].pop_front().expect("queued packet");
+        if let Some(p) = self.packets[j].as_mut() {
+            p.finish_ns = self.t;
+        }
+        match self.queues[k].front() {
+            Some(&n) => self.heap.push(Head {
+                finish_v: self.packets[n].expect("queued").finish_v,
+                flow: k,
+            }),
+            None => self.wsum -= self.weights[k],
+        }
+        if self.heap.is_empty() {
+            self.wsum = 0.0;
+        }
+        self.record();
+    }
+
+    /// The finished simulation.
+    fn into_gps(self) -> Gps {
+        Gps {
+            packets: self.packets,
+            per_flow: self.per_flow,
+            weights: self.weights.to_vec(),
+            lens: self.arrivals.iter().map(|a| f64::from(a.len)).collect(),
+            pieces: self.pieces,
+        }
+    }
+}
+
 impl Gps {
     /// Simulates GPS over the packets of `trace` for which `include(i)` holds, on
     /// `link`, with flow `k` weighted `weights[k]` (positive).
@@ -87,95 +226,24 @@ impl Gps {
         link: Link,
         include: impl Fn(usize) -> bool,
     ) -> Gps {
-        let rate = link.bytes_per_ns();
-        let n_flows = weights.len();
         let arrivals = trace.arrivals();
-        let mut packets = vec![None; arrivals.len()];
-        let mut per_flow: Vec<Vec<(usize, f64)>> = vec![Vec::new(); n_flows];
-        let mut queues: Vec<std::collections::VecDeque<usize>> = vec![Default::default(); n_flows];
-        let mut last_finish = vec![0f64; n_flows];
-        let mut heap = BinaryHeap::new();
-        let (mut t, mut v, mut wsum) = (0f64, 0f64, 0f64);
-        let mut pieces = vec![Piece {
-            t_ns: 0.0,
-            v: 0.0,
-            slope: 0.0,
-        }];
-        let record = |pieces: &mut Vec<Piece>, t: f64, v: f64, wsum: f64| {
-            let slope = if wsum > 0.0 { rate / wsum } else { 0.0 };
-            pieces.push(Piece { t_ns: t, v, slope });
-        };
+        let mut fluid = Fluid::new(arrivals, weights, link.bytes_per_ns());
         let next_included = |from: usize| (from..arrivals.len()).find(|&j| include(j));
         let mut next_arrival = next_included(0);
         loop {
             let arrival_t = next_arrival.map(|j| arrivals[j].at as f64);
-            // Departure: the head with the smallest finish, when V reaches it.
-            let departure = heap.peek().map(|h: &Head| {
-                let dt = (h.finish_v - v) * wsum / rate;
-                (t + dt.max(0.0), h.finish_v)
-            });
-            match (arrival_t, departure) {
+            match (arrival_t, fluid.next_departure()) {
                 (None, None) => break,
                 (Some(ta), dep) if dep.is_none_or(|(td, _)| ta < td) => {
                     let j = next_arrival.expect("arrival");
-                    if wsum > 0.0 {
-                        v += (ta - t) * rate / wsum;
-                    }
-                    t = ta;
-                    let a = arrivals[j];
-                    let k = a.flow as usize;
-                    let w = weights.get(k).copied().filter(|&w| w > 0.0);
-                    let w = w.unwrap_or_else(|| panic!("flow {k} has no positive weight"));
-                    let start_v = v.max(last_finish[k]);
-                    let finish_v = start_v + f64::from(a.len) / w;
-                    last_finish[k] = finish_v;
-                    let before = per_flow[k]
-                        .last()
-                        .map_or(0.0, |&(p, b)| b + f64::from(arrivals[p].len));
-                    per_flow[k].push((j, before));
-                    packets[j] = Some(FluidPacket {
-                        start_v,
-                        finish_v,
-                        finish_ns: f64::NAN,
-                    });
-                    queues[k].push_back(j);
-                    if queues[k].len() == 1 {
-                        wsum += w;
-                        heap.push(Head { finish_v, flow: k });
-                    }
-                    record(&mut pieces, t, v, wsum);
+                    fluid.arrive(j, ta);
                     next_arrival = next_included(j + 1);
                 }
-                (_, Some((td, fv))) => {
-                    t = td;
-                    v = fv;
-                    let Head { flow: k, .. } = heap.pop().expect("head");
-                    let j = queues[k].pop_front().expect("queued packet");
-                    if let Some(p) = packets[j].as_mut() {
-                        p.finish_ns = t;
-                    }
-                    match queues[k].front() {
-                        Some(&n) => heap.push(Head {
-                            finish_v: packets[n].expect("queued").finish_v,
-                            flow: k,
-                        }),
-                        None => wsum -= weights[k],
-                    }
-                    if heap.is_empty() {
-                        wsum = 0.0;
-                    }
-                    record(&mut pieces, t, v, wsum);
-                }
+                (_, Some((td, fv))) => fluid.depart(td, fv),
                 (Some(_), None) => unreachable!("handled by the arrival arm"),
             }
         }
-        Gps {
-            packets,
-            per_flow,
-            weights: weights.to_vec(),
-            lens: arrivals.iter().map(|a| f64::from(a.len)).collect(),
-            pieces,
-        }
+        fluid.into_gps()
     }
 
     /// GPS over the packets a scheduler accepted in `run` (dropped ones left out).
@@ -216,7 +284,6 @@ impl Gps {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::Arrival;
 
     /// One byte per nanosecond.
     const LINK: Link = Link::new(8_000_000_000);
