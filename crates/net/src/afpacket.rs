@@ -164,6 +164,44 @@ const PACKET_FANOUT_HASH: libc::c_int = 0;
 /// flag the group sees every frame any socket sends there.
 const PACKET_FANOUT_FLAG_IGNORE_OUTGOING: libc::c_int = 0x4000;
 
+/// The `tp_frame_size` of a receive ring. TPACKET_V3 packs frames at their own
+/// length, but the kernel still checks the ring's geometry against it.
+const RX_FRAME_SIZE: u32 = 2048;
+
+impl RxConfig {
+    /// The ring geometry to ask the kernel for, or a [`NetError::Config`] saying
+    /// which setting it would refuse.
+    fn ring_request(&self) -> Result<libc::tpacket_req3, NetError> {
+        let page = sys::page_size();
+        let frame_size = RX_FRAME_SIZE;
+        check(
+            self.block_size as usize % page == 0 && self.block_size >= frame_size,
+            || {
+                format!("receive block size {} must be a multiple of the {page}-byte page size and at least {frame_size}", self.block_size)
+            },
+        )?;
+        check(self.block_count > 0, || {
+            "receive ring needs at least one block".into()
+        })?;
+        check(self.retire_timeout_ms > 0, || {
+            "receive retire timeout must be at least 1 ms".into()
+        })?;
+        let total = (self.block_size as usize).checked_mul(self.block_count as usize);
+        check(total.is_some_and(|t| t <= 1 << 31), || {
+            "receive ring larger than 2 GiB".into()
+        })?;
+        Ok(libc::tpacket_req3 {
+            tp_block_size: self.block_size,
+            tp_block_nr: self.block_count,
+            tp_frame_size: frame_size,
+            tp_frame_nr: self.block_size / frame_size * self.block_count,
+            tp_retire_blk_tov: self.retire_timeout_ms,
+            tp_sizeof_priv: 0,
+            tp_feature_req_word: 0,
+        })
+    }
+}
+
 impl Default for RxConfig {
     /// 32 blocks of 256 KiB (8 MiB: about 5,000 full-size frames, 60,000 minimum-size
     /// ones), retired after 1 ms, promiscuous.
@@ -200,6 +238,40 @@ impl TxConfig {
     /// its Ethernet header, a VLAN tag, the `virtio_net_hdr` and the TPACKET
     /// header (68 KiB of ring each, a page-rounded block per slot).
     pub const GSO_FRAME_SIZE: u32 = 65_536 + 256;
+
+    /// The ring geometry to ask the kernel for: the slots rounded up to whole
+    /// page-rounded blocks. A [`NetError::Config`] says which setting the kernel
+    /// would refuse.
+    fn ring_request(&self) -> Result<libc::tpacket_req, NetError> {
+        let page = sys::page_size() as u32;
+        check(
+            self.frame_size as usize > ring::TX_DATA_OFFSET + ETH_HLEN
+                && self.frame_size % 16 == 0
+                && self.frame_size <= 1 << 20,
+            || {
+                format!(
+                    "transmit frame size {} must be a multiple of 16 in 64..=1048576",
+                    self.frame_size
+                )
+            },
+        )?;
+        let block_size = self.frame_size.div_ceil(page) * page;
+        let per_block = block_size / self.frame_size;
+        check(self.frame_count > 0, || {
+            "transmit ring needs at least one frame".into()
+        })?;
+        let frame_count = self.frame_count.div_ceil(per_block) * per_block;
+        let total = u64::from(block_size) * u64::from(frame_count / per_block);
+        check(total <= 1 << 31, || {
+            "transmit ring larger than 2 GiB".into()
+        })?;
+        Ok(libc::tpacket_req {
+            tp_block_size: block_size,
+            tp_block_nr: frame_count / per_block,
+            tp_frame_size: self.frame_size,
+            tp_frame_nr: frame_count,
+        })
+    }
 }
 
 impl Default for TxConfig {
@@ -461,6 +533,46 @@ fn open_socket(interface: &str) -> Result<(OwnedFd, u32), NetError> {
     Ok((fd, index))
 }
 
+/// Sets up the receive ring `req` describes on `fd` and maps it, its frames read
+/// after a `virtio_net_hdr` when `header` says so.
+fn map_rx_ring(
+    fd: BorrowedFd<'_>,
+    interface: &str,
+    req: &libc::tpacket_req3,
+    header: FrameHeader,
+) -> Result<ring::RxBlocks, NetError> {
+    sys::set_rx_ring(fd, req)
+        .map_err(|e| NetError::io("setting up the receive ring", interface, e))?;
+    let mapping = |e| NetError::io("mapping the receive ring", interface, e);
+    let (block_size, block_count) = (req.tp_block_size as usize, req.tp_block_nr as usize);
+    let map = ring::Mmap::new(fd, block_size * block_count).map_err(mapping)?;
+    let blocks = ring::RxBlocks::new(map, block_size, block_count).map_err(mapping)?;
+    Ok(match header {
+        FrameHeader::Plain => blocks,
+        FrameHeader::Vnet => blocks.with_vnet(),
+    })
+}
+
+/// Sets up the transmit ring `req` describes on `fd` and maps it.
+fn map_tx_ring(
+    fd: BorrowedFd<'_>,
+    interface: &str,
+    req: &libc::tpacket_req,
+) -> Result<ring::TxFrames, NetError> {
+    sys::set_tx_ring(fd, req)
+        .map_err(|e| NetError::io("setting up the transmit ring", interface, e))?;
+    let mapping = |e| NetError::io("mapping the transmit ring", interface, e);
+    let block_size = req.tp_block_size as usize;
+    let map = ring::Mmap::new(fd, block_size * req.tp_block_nr as usize).map_err(mapping)?;
+    ring::TxFrames::new(
+        map,
+        block_size,
+        req.tp_frame_size as usize,
+        req.tp_frame_nr as usize,
+    )
+    .map_err(mapping)
+}
+
 /// A TPACKET_V3 receive ring bound to one interface.
 pub struct RxRing {
     blocks: ring::RxBlocks,
@@ -477,25 +589,7 @@ impl RxRing {
     /// A missing interface, missing `CAP_NET_RAW`, a geometry the kernel refuses, or
     /// any other failed system call, each naming the interface.
     pub fn open(interface: &str, cfg: &RxConfig) -> Result<RxRing, NetError> {
-        let page = sys::page_size();
-        let frame_size = 2048u32;
-        check(
-            cfg.block_size as usize % page == 0 && cfg.block_size >= frame_size,
-            || {
-                format!("receive block size {} must be a multiple of the {page}-byte page size and at least {frame_size}", cfg.block_size)
-            },
-        )?;
-        check(cfg.block_count > 0, || {
-            "receive ring needs at least one block".into()
-        })?;
-        check(cfg.retire_timeout_ms > 0, || {
-            "receive retire timeout must be at least 1 ms".into()
-        })?;
-        let total = (cfg.block_size as usize).checked_mul(cfg.block_count as usize);
-        check(total.is_some_and(|t| t <= 1 << 31), || {
-            "receive ring larger than 2 GiB".into()
-        })?;
-
+        let req = cfg.ring_request()?;
         let (fd, index) = open_socket(interface)?;
         let opt = |op, r: io::Result<()>| r.map_err(|e| NetError::io(op, interface, e));
         opt(
@@ -516,28 +610,7 @@ impl RxRing {
                 sys::set_packet_int(fd.as_fd(), libc::PACKET_VNET_HDR, 1),
             )?;
         }
-        let req = libc::tpacket_req3 {
-            tp_block_size: cfg.block_size,
-            tp_block_nr: cfg.block_count,
-            tp_frame_size: frame_size,
-            tp_frame_nr: cfg.block_size / frame_size * cfg.block_count,
-            tp_retire_blk_tov: cfg.retire_timeout_ms,
-            tp_sizeof_priv: 0,
-            tp_feature_req_word: 0,
-        };
-        opt(
-            "setting up the receive ring",
-            sys::set_rx_ring(fd.as_fd(), &req),
-        )?;
-        let len = cfg.block_size as usize * cfg.block_count as usize;
-        let map = ring::Mmap::new(fd.as_fd(), len)
-            .map_err(|e| NetError::io("mapping the receive ring", interface, e))?;
-        let mut blocks =
-            ring::RxBlocks::new(map, cfg.block_size as usize, cfg.block_count as usize)
-                .map_err(|e| NetError::io("mapping the receive ring", interface, e))?;
-        if cfg.header == FrameHeader::Vnet {
-            blocks = blocks.with_vnet();
-        }
+        let blocks = map_rx_ring(fd.as_fd(), interface, &req, cfg.header)?;
         opt(
             "binding the receive socket",
             sys::bind(fd.as_fd(), index, libc::ETH_P_ALL as u16),
@@ -658,29 +731,7 @@ impl TxRing {
     /// # Errors
     /// As for [`RxRing::open`].
     pub fn open(interface: &str, cfg: &TxConfig) -> Result<TxRing, NetError> {
-        let page = sys::page_size() as u32;
-        check(
-            cfg.frame_size as usize > ring::TX_DATA_OFFSET + ETH_HLEN
-                && cfg.frame_size % 16 == 0
-                && cfg.frame_size <= 1 << 20,
-            || {
-                format!(
-                    "transmit frame size {} must be a multiple of 16 in 64..=1048576",
-                    cfg.frame_size
-                )
-            },
-        )?;
-        let block_size = cfg.frame_size.div_ceil(page) * page;
-        let per_block = block_size / cfg.frame_size;
-        check(cfg.frame_count > 0, || {
-            "transmit ring needs at least one frame".into()
-        })?;
-        let frame_count = cfg.frame_count.div_ceil(per_block) * per_block;
-        let total = u64::from(block_size) * u64::from(frame_count / per_block);
-        check(total <= 1 << 31, || {
-            "transmit ring larger than 2 GiB".into()
-        })?;
-
+        let req = cfg.ring_request()?;
         let (fd, index) = open_socket(interface)?;
         let mtu = sys::interface_mtu(fd.as_fd(), interface)
             .map_err(|e| NetError::io("reading the MTU", interface, e))?;
@@ -709,25 +760,7 @@ impl TxRing {
                 sys::set_packet_int(fd.as_fd(), libc::PACKET_QDISC_BYPASS, 1),
             )?;
         }
-        let req = libc::tpacket_req {
-            tp_block_size: block_size,
-            tp_block_nr: frame_count / per_block,
-            tp_frame_size: cfg.frame_size,
-            tp_frame_nr: frame_count,
-        };
-        opt(
-            "setting up the transmit ring",
-            sys::set_tx_ring(fd.as_fd(), &req),
-        )?;
-        let map = ring::Mmap::new(fd.as_fd(), total as usize)
-            .map_err(|e| NetError::io("mapping the transmit ring", interface, e))?;
-        let frames = ring::TxFrames::new(
-            map,
-            block_size as usize,
-            cfg.frame_size as usize,
-            frame_count as usize,
-        )
-        .map_err(|e| NetError::io("mapping the transmit ring", interface, e))?;
+        let frames = map_tx_ring(fd.as_fd(), interface, &req)?;
         opt(
             "binding the transmit socket",
             sys::bind(fd.as_fd(), index, 0),

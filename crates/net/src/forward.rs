@@ -191,19 +191,30 @@ impl<S: Scheduler> Forwarder<S> {
     /// A transmit ring's `send(2)` failed with something other than back-pressure.
     pub fn poll_once(&mut self) -> Result<usize, NetError> {
         let now = self.now();
+        let mut work = self.receive_a(now);
+        work += self.release_to_b(now);
+        work += self.reverse_b_to_a();
+        self.classifier
+            .expire(now, self.cfg.expire_budget, |_, _| {});
+        self.a.tx.flush()?;
+        self.b.tx.flush()?;
+        Ok(work)
+    }
+
+    /// Receives up to a batch of frames on port A, copies each into the pool,
+    /// classifies it and enqueues its descriptor in the scheduler; returns the
+    /// frames received.
+    fn receive_a(&mut self, now: Nanos) -> usize {
         let batch = self.cfg.batch;
         let Forwarder {
             a,
-            b,
             pool,
             classifier,
             sched,
             a_to_b,
-            b_to_a,
             ..
         } = self;
-
-        let mut work = a.rx.recv(batch, |frame| {
+        a.rx.recv(batch, |frame| {
             a_to_b.received += 1;
             if frame.is_truncated() {
                 a_to_b.truncated += 1;
@@ -238,8 +249,21 @@ impl<S: Scheduler> Forwarder<S> {
                     }
                 }
             }
-        });
+        })
+    }
 
+    /// Transmits on port B what the scheduler releases, up to two batches and
+    /// while B's ring has room, handing each pool slot back; returns the packets
+    /// released.
+    fn release_to_b(&mut self, now: Nanos) -> usize {
+        let batch = self.cfg.batch;
+        let Forwarder {
+            b,
+            pool,
+            sched,
+            a_to_b,
+            ..
+        } = self;
         let mut released = 0;
         while released < 2 * batch && b.tx.has_room() {
             let Some(pkt) = sched.dequeue(now) else {
@@ -254,9 +278,15 @@ impl<S: Scheduler> Forwarder<S> {
             }
             let _ = pool.free(pkt.buffer);
         }
-        work += released;
+        released
+    }
 
-        work += b.rx.recv(batch, |frame| {
+    /// Receives up to a batch of frames on port B and queues each on port A's
+    /// transmit ring, unscheduled; returns the frames received.
+    fn reverse_b_to_a(&mut self) -> usize {
+        let batch = self.cfg.batch;
+        let Forwarder { a, b, b_to_a, .. } = self;
+        b.rx.recv(batch, |frame| {
             b_to_a.received += 1;
             if frame.is_truncated() {
                 b_to_a.truncated += 1;
@@ -267,12 +297,7 @@ impl<S: Scheduler> Forwarder<S> {
                 Err(TxError::TooLarge { .. }) => b_to_a.too_large += 1,
                 Err(TxError::Full) => b_to_a.tx_full += 1,
             }
-        });
-
-        classifier.expire(now, self.cfg.expire_budget, |_, _| {});
-        self.a.tx.flush()?;
-        self.b.tx.flush()?;
-        Ok(work)
+        })
     }
 
     /// Sleeps until a receive ring has frames, port B has room for waiting packets,

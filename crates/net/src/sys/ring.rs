@@ -323,89 +323,139 @@ impl RxBlocks {
     /// the next call.
     pub(crate) fn next_frame(&mut self) -> Option<Result<RawFrame<'_>, Corrupt>> {
         if self.broken_chain {
-            self.broken_chain = false;
-            self.left = 0;
-            self.release_finished();
-            return Some(Err(Corrupt));
+            return Some(Err(self.end_broken_chain()));
         }
         if let Err(e) = self.hold_block()? {
             return Some(Err(e));
         }
         let frame_at = self.offset;
-        if frame_at
-            .checked_add(size_of::<libc::tpacket3_hdr>())
-            .is_none_or(|end| end > self.block_size)
-        {
-            self.left = 0;
-            return Some(Err(Corrupt));
-        }
-        let at = self.base() + frame_at;
-        // SAFETY: `held` means the block is ours; the header lies inside the block
-        // (checked above).
-        let fields = unsafe {
-            (
-                self.map.read::<u32>(at + F_NEXT),
-                self.map.read::<u32>(at + F_SNAPLEN),
-                self.map.read::<u32>(at + F_LEN),
-                self.map.read::<u32>(at + F_STATUS),
-                self.map.read::<u16>(at + F_MAC),
-                self.map.read::<u32>(at + F_VLAN_TCI),
-                self.map.read::<u16>(at + F_VLAN_TPID),
-            )
+        let Some(hdr) = self.frame_header(frame_at) else {
+            return Some(Err(self.abandon_block()));
         };
-        let (
-            Some(next),
-            Some(snaplen),
-            Some(wire_len),
-            Some(status),
-            Some(mac),
-            Some(tci),
-            Some(tpid),
-        ) = fields
-        else {
-            self.left = 0;
-            return Some(Err(Corrupt));
+        let Some(data_at) = self.data_offset(frame_at, &hdr) else {
+            return Some(Err(self.abandon_block()));
         };
-        let data_at = frame_at + usize::from(mac);
-        let vnet_room = if self.vnet {
-            crate::vnet::VNET_HDR_LEN
-        } else {
-            0
-        };
-        if data_at
-            .checked_add(snaplen as usize)
-            .is_none_or(|end| end > self.block_size)
-            || data_at < frame_at + size_of::<libc::tpacket3_hdr>() + vnet_room
-        {
-            self.left = 0;
-            return Some(Err(Corrupt));
-        }
         self.left -= 1;
         if self.left > 0 {
-            self.broken_chain = next == 0;
-            self.offset = frame_at + next as usize;
+            self.broken_chain = hdr.next == 0;
+            self.offset = frame_at + hdr.next as usize;
         }
         let base = self.base();
         // SAFETY: the block is ours until `self` is next borrowed mutably, which the
         // returned frame's borrow of `self` rules out; the range lies inside the block
-        // (checked above).
-        let data = unsafe { self.map.bytes(base + data_at, snaplen as usize) }?;
+        // (checked by `data_offset`).
+        let data = unsafe { self.map.bytes(base + data_at, hdr.snaplen as usize) }?;
         let vnet = if self.vnet {
             // SAFETY: as for `data`; the header lies between the frame's
-            // tpacket3 header and its data (checked above), inside the block.
-            unsafe { self.map.read(base + data_at - vnet_room) }
+            // tpacket3 header and its data (checked by `data_offset`), inside the
+            // block.
+            unsafe { self.map.read(base + data_at - crate::vnet::VNET_HDR_LEN) }
         } else {
             None
         };
         Some(Ok(RawFrame {
             data,
-            wire_len,
-            status,
-            vlan_tci: tci as u16,
-            vlan_tpid: tpid,
+            wire_len: hdr.wire_len,
+            status: hdr.status,
+            vlan_tci: hdr.tci as u16,
+            vlan_tpid: hdr.tpid,
             vnet,
         }))
     }
+
+    /// Ends a block whose frame chain broke (more frames claimed, no next offset):
+    /// skips the rest and gives the block back to the kernel.
+    #[cold]
+    fn end_broken_chain(&mut self) -> Corrupt {
+        self.broken_chain = false;
+        self.left = 0;
+        self.release_finished();
+        Corrupt
+    }
+
+    /// Skips the rest of the held block after a bad kernel-written offset; the
+    /// block goes back to the kernel at the next call.
+    #[cold]
+    fn abandon_block(&mut self) -> Corrupt {
+        self.left = 0;
+        Corrupt
+    }
+
+    /// Bytes the `virtio_net_hdr` takes before each frame's data (0 without
+    /// `PACKET_VNET_HDR`).
+    #[inline]
+    fn vnet_room(&self) -> usize {
+        if self.vnet {
+            crate::vnet::VNET_HDR_LEN
+        } else {
+            0
+        }
+    }
+
+    /// Reads the `tpacket3_hdr` at `frame_at` in the held block, or `None` when it
+    /// does not lie inside the block.
+    #[inline]
+    fn frame_header(&self, frame_at: usize) -> Option<Tpacket3Hdr> {
+        debug_assert!(
+            self.held,
+            "reading a frame of block {} not held",
+            self.block
+        );
+        if frame_at
+            .checked_add(size_of::<libc::tpacket3_hdr>())
+            .is_none_or(|end| end > self.block_size)
+        {
+            return None;
+        }
+        let at = self.base() + frame_at;
+        // SAFETY: called only on the block `next_frame` holds (`held`): the block is
+        // ours; the header lies inside the block (checked above).
+        unsafe {
+            Some(Tpacket3Hdr {
+                next: self.map.read(at + F_NEXT)?,
+                snaplen: self.map.read(at + F_SNAPLEN)?,
+                wire_len: self.map.read(at + F_LEN)?,
+                status: self.map.read(at + F_STATUS)?,
+                mac: self.map.read(at + F_MAC)?,
+                tci: self.map.read(at + F_VLAN_TCI)?,
+                tpid: self.map.read(at + F_VLAN_TPID)?,
+            })
+        }
+    }
+
+    /// The block offset of the data of the frame at `frame_at`, or `None` when its
+    /// captured bytes run past the block or into the headers before them.
+    #[inline]
+    fn data_offset(&self, frame_at: usize, hdr: &Tpacket3Hdr) -> Option<usize> {
+        let data_at = frame_at + usize::from(hdr.mac);
+        if data_at
+            .checked_add(hdr.snaplen as usize)
+            .is_none_or(|end| end > self.block_size)
+            || data_at < frame_at + size_of::<libc::tpacket3_hdr>() + self.vnet_room()
+        {
+            return None;
+        }
+        Some(data_at)
+    }
+}
+
+/// The fields of a frame's `tpacket3_hdr` that [`RxBlocks::next_frame`] uses.
+#[derive(Clone, Copy, Debug)]
+struct Tpacket3Hdr {
+    /// `tp_next_offset`: the next frame, from this one (0: none).
+    next: u32,
+    /// `tp_snaplen`: bytes captured.
+    snaplen: u32,
+    /// `tp_len`: length on the wire.
+    wire_len: u32,
+    /// `tp_status`.
+    status: u32,
+    /// `tp_mac`: the MAC header, from the frame's start.
+    mac: u16,
+    /// `hv1.tp_vlan_tci`.
+    tci: u32,
+    /// `hv1.tp_vlan_tpid`.
+    tpid: u16,
 }
 
 /// Offset of frame data in a TPACKET_V2 transmit frame:
