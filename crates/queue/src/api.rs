@@ -188,6 +188,17 @@ pub enum ConfigError {
     },
 }
 
+impl ConfigError {
+    /// `Ok` for at most `max` buckets, [`ConfigError::TooManyBuckets`] naming
+    /// both numbers otherwise.
+    pub(crate) fn at_most_buckets(requested: usize, max: usize) -> Result<(), ConfigError> {
+        if requested > max {
+            return Err(ConfigError::TooManyBuckets { requested, max });
+        }
+        Ok(())
+    }
+}
+
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {

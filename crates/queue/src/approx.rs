@@ -334,12 +334,7 @@ impl ApproxIndex {
 
 impl BucketIndex for ApproxIndex {
     fn build(buckets: usize, cfg: &QueueConfig) -> Result<Self, ConfigError> {
-        if buckets > MAX_APPROX_BUCKETS {
-            return Err(ConfigError::TooManyBuckets {
-                requested: buckets,
-                max: MAX_APPROX_BUCKETS,
-            });
-        }
+        ConfigError::at_most_buckets(buckets, MAX_APPROX_BUCKETS)?;
         let min = ApproxIndex::min_alpha(buckets);
         let alpha = cfg.alpha.unwrap_or(min);
         let weights = if alpha == 0 {

@@ -384,25 +384,14 @@ fn level_extent(sizes: &[usize]) -> Result<(u64, usize), ConfigError> {
         if n == 0 {
             return Err(ConfigError::ZeroBuckets);
         }
-        if n > MAX_HIER_BUCKETS {
-            return Err(ConfigError::TooManyBuckets {
-                requested: n,
-                max: MAX_HIER_BUCKETS,
-            });
-        }
+        ConfigError::at_most_buckets(n, MAX_HIER_BUCKETS)?;
         reach = reach
             .checked_mul(n as u64)
             .ok_or(ConfigError::HorizonTooLarge)?;
         lists += n;
     }
     // One more list for the carry, and the store's `NIL` is reserved.
-    let max_lists = NIL as usize - 1;
-    if lists >= max_lists {
-        return Err(ConfigError::TooManyBuckets {
-            requested: lists,
-            max: max_lists - 1,
-        });
-    }
+    ConfigError::at_most_buckets(lists, NIL as usize - 2)?;
     Ok((reach, lists))
 }
 

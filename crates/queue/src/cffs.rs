@@ -125,12 +125,7 @@ impl<T> Cffs<T> {
         if n == 0 {
             return Err(ConfigError::ZeroBuckets);
         }
-        if n > MAX_HIER_BUCKETS {
-            return Err(ConfigError::TooManyBuckets {
-                requested: n,
-                max: MAX_HIER_BUCKETS,
-            });
-        }
+        ConfigError::at_most_buckets(n, MAX_HIER_BUCKETS)?;
         check_capacity(cfg.capacity)?;
         let gran = Granularity::new(cfg.granularity)?;
         let span = (n as u64).checked_mul(gran.ranks());

@@ -110,12 +110,7 @@ impl GradientIndex {
 
 impl BucketIndex for GradientIndex {
     fn build(buckets: usize, _cfg: &QueueConfig) -> Result<Self, ConfigError> {
-        if buckets > MAX_GRADIENT_BUCKETS {
-            return Err(ConfigError::TooManyBuckets {
-                requested: buckets,
-                max: MAX_GRADIENT_BUCKETS,
-            });
-        }
+        ConfigError::at_most_buckets(buckets, MAX_GRADIENT_BUCKETS)?;
         Ok(GradientIndex::new(buckets))
     }
 

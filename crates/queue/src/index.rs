@@ -73,12 +73,7 @@ impl WordIndex {
 
 impl BucketIndex for WordIndex {
     fn build(buckets: usize, _cfg: &QueueConfig) -> Result<Self, ConfigError> {
-        if buckets > Self::MAX_BUCKETS {
-            return Err(ConfigError::TooManyBuckets {
-                requested: buckets,
-                max: Self::MAX_BUCKETS,
-            });
-        }
+        ConfigError::at_most_buckets(buckets, Self::MAX_BUCKETS)?;
         Ok(WordIndex::default())
     }
 
@@ -119,12 +114,7 @@ pub const MAX_HIER_BUCKETS: usize = 1 << 30;
 
 impl BucketIndex for HierBitmap {
     fn build(buckets: usize, _cfg: &QueueConfig) -> Result<Self, ConfigError> {
-        if buckets > MAX_HIER_BUCKETS {
-            return Err(ConfigError::TooManyBuckets {
-                requested: buckets,
-                max: MAX_HIER_BUCKETS,
-            });
-        }
+        ConfigError::at_most_buckets(buckets, MAX_HIER_BUCKETS)?;
         Ok(HierBitmap::new(buckets))
     }
 
@@ -218,12 +208,7 @@ impl HeapIndex {
 impl BucketIndex for HeapIndex {
     fn build(buckets: usize, _cfg: &QueueConfig) -> Result<Self, ConfigError> {
         let max = NIL as usize;
-        if buckets > max {
-            return Err(ConfigError::TooManyBuckets {
-                requested: buckets,
-                max,
-            });
-        }
+        ConfigError::at_most_buckets(buckets, max)?;
         Ok(HeapIndex {
             heap: Vec::with_capacity(buckets),
             pos: vec![NIL; buckets],

@@ -99,12 +99,7 @@ impl<T> TimingWheel<T> {
         if cfg.slots == 0 {
             return Err(ConfigError::ZeroBuckets);
         }
-        if cfg.slots > MAX_HIER_BUCKETS {
-            return Err(ConfigError::TooManyBuckets {
-                requested: cfg.slots,
-                max: MAX_HIER_BUCKETS,
-            });
-        }
+        ConfigError::at_most_buckets(cfg.slots, MAX_HIER_BUCKETS)?;
         check_capacity(cfg.capacity)?;
         let gran = Granularity::new(cfg.granularity)?;
         if (cfg.slots as u64).checked_mul(gran.ranks()).is_none() {
