@@ -152,7 +152,13 @@ fn meaningless_settings_are_refused_at_their_key() {
     let strict = "[[node]]\nname = \"root\"\ndiscipline = \"strict\"\n[[node]]\nname = \"a\"\nparent = \"root\"\nweight = 3\n";
     refused(strict, 7, "node[1].weight", "does not share by weight");
     let wfq = "[[node]]\nname = \"root\"\ndiscipline = \"wfq\"\n[[node]]\nname = \"a\"\nparent = \"root\"\npriority = 2\n";
-    refused(wfq, 7, "node[1].priority", "is not `strict`");
+    refused(wfq, 7, "node[1].priority", "is neither `strict` nor `ets`");
+    let ets = "[[node]]\nname = \"root\"\ndiscipline = \"ets\"\n[[node]]\nname = \"a\"\nparent = \"root\"\npriority = 1\nweight = 2\n[[node]]\nname = \"b\"\nparent = \"root\"\n";
+    refused(ets, 8, "node[1].weight", "a strict level of its own");
+    let deep = "[[node]]\nname = \"root\"\ndiscipline = \"ets\"\n[[node]]\nname = \"a\"\nparent = \"root\"\npriority = 64\n";
+    refused(deep, 7, "node[1].priority", "must be in 0..=63, got 64");
+    let leaf = "[[node]]\nname = \"root\"\ndiscipline = \"ets\"\n";
+    refused(leaf, 3, "node[0].discipline", "ets orders children by their priorities");
     let hclock = "[[node]]\nname = \"root\"\ndiscipline = \"hclock\"\nlimit = \"10Mbit\"\n[[node]]\nname = \"a\"\nparent = \"root\"\nreservation = \"6Mbit\"\n[[node]]\nname = \"b\"\nparent = \"root\"\nreservation = \"6Mbit\"\n[classify]\ndefault = \"a\"\n[[classify.rule]]\nleaf = \"b\"\nclass = 1\n";
     refused(
         hclock,

@@ -64,6 +64,7 @@ pub(super) enum Kind {
     Ranked(Rank),
     Hclock,
     FairQueue(FairQueue),
+    Ets,
     Calendar(CalendarKind),
 }
 
@@ -81,6 +82,7 @@ impl Kind {
         ranked
             .chain([("hclock", Kind::Hclock)])
             .chain(cores)
+            .chain([("ets", Kind::Ets)])
             .chain(calendars)
             .chain([
                 ("stfq", Kind::Ranked(Rank::Wfq)),
@@ -97,6 +99,7 @@ impl Kind {
             Kind::Ranked(r) => r.name(),
             Kind::Hclock => "hclock",
             Kind::FairQueue(f) => f.name(),
+            Kind::Ets => "ets",
             Kind::Calendar(c) => c.name(),
         }
     }
@@ -152,6 +155,7 @@ pub(super) fn compile(
         Kind::Ranked(rank) => Discipline::Ranked { rank, queue },
         Kind::Hclock => Discipline::Hclock { queue },
         Kind::FairQueue(f) => Discipline::FairQueue(f),
+        Kind::Ets => Discipline::Ets,
         Kind::Calendar(_) => Discipline::Calendar(calendar.expect("a calendar kind")),
     })
 }
@@ -167,6 +171,13 @@ fn placement(
 ) -> Result<(), PolicyError> {
     let name = n.name.get_ref();
     let is_leaf = shape.is_leaf(i);
+    if is_leaf && kind == Kind::Ets {
+        let s = n.discipline.as_ref().expect("ets was given");
+        let msg = format!(
+            "node `{name}` has no children: ets orders children by their priorities (for the flows of a per-flow leaf use drr)"
+        );
+        return Err(at(index, s, &key(i, "discipline"), msg));
+    }
     if is_leaf && n.flows.is_none() && kind != Kind::Ranked(Rank::Fifo) {
         let s = n
             .discipline
@@ -213,6 +224,8 @@ fn queue(
                 "`{}` is a fair-queueing core without a configurable priority queue",
                 f.name()
             )
+        } else if kind == Kind::Ets {
+            "`ets` keeps its levels in one word and DRR cores: it has no priority queue to configure".to_string()
         } else if let Kind::Calendar(c) = kind {
             if k == "queue"
                 && n.queue
@@ -394,6 +407,7 @@ mod tests {
                 Kind::Ranked(rank) => Discipline::ranked(rank),
                 Kind::Hclock => Discipline::HCLOCK,
                 Kind::FairQueue(f) => Discipline::FairQueue(f),
+                Kind::Ets => Discipline::Ets,
                 Kind::Calendar(c) => Discipline::calendar(match c {
                     CalendarKind::Wfq => CalendarPolicy::Wfq { quantum: None },
                     CalendarKind::WfqBurst => CalendarPolicy::WfqBurst {
@@ -417,7 +431,7 @@ mod tests {
         }
         assert_eq!(
             names(),
-            "fifo, strict, wfq, edf, lstf, srpt, pfabric, hclock, qfq, drr, wf2q+, cq-wfq, cq-wfq-burst, cq-edf, cq-policer, cq-pfabric-fair, stfq"
+            "fifo, strict, wfq, edf, lstf, srpt, pfabric, hclock, qfq, drr, wf2q+, ets, cq-wfq, cq-wfq-burst, cq-edf, cq-policer, cq-pfabric-fair, stfq"
         );
     }
 }

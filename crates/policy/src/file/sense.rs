@@ -5,6 +5,8 @@
 //! with a rank program (`rank`, `rank_on_dequeue`) may read its units' weight and
 //! priority, so both are meaningful under it.
 
+use std::collections::HashMap;
+
 use eiffel_sched::tree::Rank;
 
 use super::discipline::{CalendarKind, Kind};
@@ -16,9 +18,21 @@ use crate::error::{KeyIndex, PolicyError};
 fn shares_by_weight(kind: Kind) -> bool {
     match kind {
         Kind::Ranked(r) => r == Rank::Wfq,
-        Kind::Hclock | Kind::FairQueue(_) => true,
+        Kind::Hclock | Kind::FairQueue(_) | Kind::Ets => true,
         Kind::Calendar(c) => c != CalendarKind::Edf,
     }
+}
+
+/// How many children each node has at each priority.
+fn level_sizes(nodes: &[NodeFile], shape: &Shape) -> HashMap<(usize, i64), u32> {
+    let mut sizes = HashMap::new();
+    for (c, n) in nodes.iter().enumerate() {
+        if let Some(p) = shape.parent[c] {
+            let priority = n.priority.as_ref().map_or(0, |x| *x.get_ref());
+            *sizes.entry((p, priority)).or_insert(0) += 1;
+        }
+    }
+    sizes
 }
 
 /// Checks every node's `weight`, `priority` and `reservation` against its
@@ -30,6 +44,7 @@ pub(super) fn check(
     shape: &Shape,
 ) -> Result<(), PolicyError> {
     let mut reserved = vec![0u64; nodes.len()];
+    let levels = level_sizes(nodes, shape);
     for (i, n) in nodes.iter().enumerate() {
         let Some(p) = shape.parent[i] else {
             continue;
@@ -56,11 +71,19 @@ pub(super) fn check(
                 );
                 return Err(at(index, w, &key(i, "weight"), msg));
             }
+            let priority = n.priority.as_ref().map_or(0, |x| *x.get_ref());
+            if kind == Kind::Ets && levels.get(&(p, priority)) == Some(&1) {
+                let msg = format!(
+                    "a weight has no effect here: no other child of ets node `{}` has this node's priority, so it is a strict level of its own (children of one priority share it by weight)",
+                    nodes[p].name.get_ref()
+                );
+                return Err(at(index, w, &key(i, "weight"), msg));
+            }
         }
         if let Some(pr) = &n.priority {
-            if !programmed && kind != Kind::Ranked(Rank::Strict) {
+            if !programmed && kind != Kind::Ranked(Rank::Strict) && kind != Kind::Ets {
                 let msg = format!(
-                    "a priority has no effect under `{}`, whose discipline `{parent}` is not `strict`",
+                    "a priority has no effect under `{}`, whose discipline `{parent}` is neither `strict` nor `ets`",
                     nodes[p].name.get_ref()
                 );
                 return Err(at(index, pr, &key(i, "priority"), msg));

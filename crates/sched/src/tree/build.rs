@@ -4,6 +4,7 @@
 
 use super::cq::CalendarSched;
 use super::discipline::{Discipline, QueueChoice, Rank};
+use super::ets::Ets;
 use super::levels::Levels;
 use super::minq::{MinDeque, MinPool};
 use super::node::{Flow, FlowLeaf, Kind, Node, Sent, NONE};
@@ -93,6 +94,7 @@ fn build_sched(
             let core = Core::new(*f, &units, spec.mtu)?;
             Ok((NodeSched::Core(core, units), Vec::new()))
         }
+        Discipline::Ets => Ok((NodeSched::Ets(Ets::new(units, spec.mtu)?), Vec::new())),
         Discipline::Calendar(_) => {
             let (sched, p) = CalendarSched::new(spec, i, units, per_flow, slack)?;
             Ok((NodeSched::Calendar(Box::new(sched)), vec![p]))

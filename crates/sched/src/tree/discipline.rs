@@ -522,6 +522,7 @@ impl Default for QueueChoice {
 /// | [`Discipline::Ranked`] | [`Rank`]: `fifo`, `strict`, `wfq`, `edf`, `lstf`, `srpt`, `pfabric` | a rank transaction over one integer priority queue ([`QueueChoice`]) |
 /// | [`Discipline::Hclock`] | `hclock` | reservation and share tags over two queues |
 /// | [`Discipline::FairQueue`] | [`FairQueue`]: `qfq`, `drr`, `wf2q+` | a fair-queueing core (no configurable queue) |
+/// | [`Discipline::Ets`] | `ets` | strict priority between the children's priorities, DRR by weight among children of one priority |
 /// | [`Discipline::Calendar`] | [`CalendarPolicy`]: `cq-wfq`, `cq-wfq-burst`, `cq-edf`, `cq-policer`, `cq-pfabric-fair` | a calendar queue of [`CalendarSpec::days`] |
 ///
 /// A queue choice on a fair-queueing core, a calendar parameter on a discipline
@@ -544,6 +545,12 @@ pub enum Discipline {
     },
     /// A fair-queueing core over the node's units.
     FairQueue(FairQueue),
+    /// Enhanced transmission selection (IEEE 802.1Q, Linux's `sch_ets`):
+    /// children in strict priority by their `priority` (below 64); children
+    /// that share a priority share that level by DRR, each with a quantum of
+    /// its weight times the MTU. One node for what a `strict` node over a
+    /// `drr` node per shared level does, in the same order.
+    Ets,
     /// A calendar-queue discipline.
     Calendar(CalendarSpec),
     /// A rank function written as a [`RankProgram`] (policy files: `rank = "..."`)
@@ -617,6 +624,7 @@ impl Discipline {
             Discipline::Ranked { rank, .. } => rank.name(),
             Discipline::Hclock { .. } => "hclock",
             Discipline::FairQueue(f) => f.name(),
+            Discipline::Ets => "ets",
             Discipline::Calendar(c) => c.policy.name(),
             Discipline::Program { .. } => "rank program",
         }
@@ -629,7 +637,7 @@ impl Discipline {
             Discipline::Ranked { queue, .. }
             | Discipline::Hclock { queue }
             | Discipline::Program { queue, .. } => Some(queue),
-            Discipline::FairQueue(_) | Discipline::Calendar(_) => None,
+            Discipline::FairQueue(_) | Discipline::Ets | Discipline::Calendar(_) => None,
         }
     }
 

@@ -217,7 +217,7 @@ impl TreeSpec {
             Discipline::Hclock { queue: q } => {
                 queue(q, RankKind::Hclock, false).saturating_add(queue(q, RankKind::Hclock, true))
             }
-            Discipline::FairQueue(_) => 0,
+            Discipline::FairQueue(_) | Discipline::Ets => 0,
             Discipline::Calendar(c) => {
                 let days: u64 = calendar_levels(self, i).iter().map(|&d| d as u64).sum();
                 let tags = if c.policy.name() == "cq-pfabric-fair" {

@@ -89,6 +89,7 @@ mod build;
 mod burst;
 mod cq;
 mod discipline;
+mod ets;
 mod footprint;
 mod invariants;
 mod levels;
@@ -423,9 +424,10 @@ impl PolicyTree {
                 self.ahead = NONE;
                 Ok(())
             }
-            NodeSched::Hclock(_) | NodeSched::Core(..) | NodeSched::Calendar(_) => {
-                Err(no_transaction(discipline))
-            }
+            NodeSched::Hclock(_)
+            | NodeSched::Core(..)
+            | NodeSched::Ets(_)
+            | NodeSched::Calendar(_) => Err(no_transaction(discipline)),
         }
     }
 

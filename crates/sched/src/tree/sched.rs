@@ -16,6 +16,7 @@ use eiffel_queue::{prefetch, AnyQueue, Handle, PriorityQueue, QueueKind};
 
 use super::cq::CalendarSched;
 use super::discipline::FairQueue;
+use super::ets::Ets;
 use super::levels::Levels;
 use super::select::{QueuePlan, HCLOCK_LEAD};
 use super::txn::{vt_cost, Builtin, Unit};
@@ -167,6 +168,8 @@ pub(crate) enum NodeSched {
     /// `strict` over children of distinct priorities below 64: one word (see
     /// [`Levels`]).
     Levels(Levels),
+    /// `ets`: strict priority between levels, DRR within one (see [`Ets`]).
+    Ets(Ets),
     Hclock(Box<Hclock>),
     /// A fair-queueing core and the per-unit state the tree keeps beside it.
     Core(Core, Vec<Unit>),
@@ -276,6 +279,7 @@ impl NodeSched {
         match self {
             NodeSched::Ranked(r) => &mut r.units,
             NodeSched::Levels(l) => &mut l.units,
+            NodeSched::Ets(e) => &mut e.units,
             NodeSched::Hclock(h) => &mut h.units,
             NodeSched::Core(_, units) => units,
             NodeSched::Calendar(c) => &mut c.units,
@@ -301,6 +305,9 @@ impl NodeSched {
             }
             // One word, in the lines already fetched.
             NodeSched::Levels(_) => {}
+            // Its levels' word and entries; a shared level's core is one line
+            // per few members.
+            NodeSched::Ets(_) => {}
             NodeSched::Core(_, units) => {
                 if let Some(unit) = units.get(u) {
                     prefetch(unit);
@@ -319,6 +326,7 @@ impl NodeSched {
         match self {
             NodeSched::Ranked(r) => r.queue.len(),
             NodeSched::Levels(l) => l.len(),
+            NodeSched::Ets(e) => e.len(),
             NodeSched::Hclock(h) => h.shares.len(),
             NodeSched::Core(c, _) => core!(c, x => x.backlogged()) as usize,
             NodeSched::Calendar(c) => c.len(),
@@ -329,6 +337,7 @@ impl NodeSched {
         match self {
             NodeSched::Ranked(r) => r.handles[u as usize].is_some(),
             NodeSched::Levels(l) => l.is_active(u),
+            NodeSched::Ets(e) => e.is_active(u),
             NodeSched::Hclock(h) => h.ph[u as usize].is_some(),
             NodeSched::Core(c, _) => core!(c, x => x.is_backlogged(u)),
             NodeSched::Calendar(c) => c.is_active(u),
@@ -341,7 +350,10 @@ impl NodeSched {
     /// rank programs that read nothing an arrival changes.
     pub(crate) fn ignores_arrivals(&self) -> bool {
         match self {
-            NodeSched::Core(..) | NodeSched::Hclock(_) | NodeSched::Levels(_) => true,
+            NodeSched::Core(..)
+            | NodeSched::Hclock(_)
+            | NodeSched::Levels(_)
+            | NodeSched::Ets(_) => true,
             NodeSched::Ranked(r) => match r.txn {
                 Builtin::Wfq { .. } => true,
                 Builtin::Strict => !r.is_flow,
@@ -357,7 +369,7 @@ impl NodeSched {
     pub(crate) fn selects_purely(&self) -> bool {
         matches!(
             self,
-            NodeSched::Ranked(_) | NodeSched::Levels(_) | NodeSched::Core(..)
+            NodeSched::Ranked(_) | NodeSched::Levels(_) | NodeSched::Ets(_) | NodeSched::Core(..)
         )
     }
 
@@ -371,6 +383,7 @@ impl NodeSched {
                 place(&mut r.queue, &mut r.handles, u, rank);
             }
             NodeSched::Levels(l) => l.activate(u),
+            NodeSched::Ets(e) => e.activate(u, head.len),
             NodeSched::Hclock(h) => {
                 let unit = &mut h.units[u as usize];
                 if !unit.reservation.is_zero() {
@@ -400,7 +413,10 @@ impl NodeSched {
                 }
             }
             NodeSched::Calendar(c) => c.on_enqueue(u, head, now),
-            NodeSched::Hclock(_) | NodeSched::Core(..) | NodeSched::Levels(_) => {}
+            NodeSched::Hclock(_)
+            | NodeSched::Core(..)
+            | NodeSched::Levels(_)
+            | NodeSched::Ets(_) => {}
         }
     }
 
@@ -439,6 +455,7 @@ impl NodeSched {
         match self {
             NodeSched::Ranked(r) => r.queue.peek().map(|(_, _, &u)| u),
             NodeSched::Levels(l) => l.select(),
+            NodeSched::Ets(e) => e.select(),
             NodeSched::Hclock(h) => {
                 if let Some((_, tag, &u)) = h.reservations.peek() {
                     if tag <= now {
@@ -473,6 +490,7 @@ impl NodeSched {
         let next = next.map(|n| n.pkt);
         match self {
             NodeSched::Levels(l) => l.served(u, next.is_some()),
+            NodeSched::Ets(e) => e.served(u, next_len),
             NodeSched::Ranked(r) => {
                 let rank =
                     r.txn
@@ -536,6 +554,10 @@ impl NodeSched {
                 l.served(u, next.is_some());
                 after(l.select())
             }
+            NodeSched::Ets(e) => {
+                e.served(u, next.map(|n| n.len));
+                after(e.select())
+            }
             NodeSched::Core(c, _) => {
                 let next_len = next.map(|n| n.len);
                 core!(c, x => after(x.served_peek(u, next_len)))
@@ -552,11 +574,11 @@ impl NodeSched {
     }
 
     /// Whether a run may defer this node's share of its sends (see
-    /// `tree::run`): strict priority by levels and DRR cores.
+    /// `tree::run`): strict priority by levels, ETS and DRR cores.
     pub(crate) fn defers_sends(&self) -> bool {
         matches!(
             self,
-            NodeSched::Levels(_) | NodeSched::Core(Core::Drr(_), _)
+            NodeSched::Levels(_) | NodeSched::Ets(_) | NodeSched::Core(Core::Drr(_), _)
         )
     }
 
@@ -566,6 +588,7 @@ impl NodeSched {
     pub(crate) fn turn_room(&self, u: u32) -> Option<u64> {
         match self {
             NodeSched::Levels(_) => None,
+            NodeSched::Ets(e) => e.turn_room(u),
             NodeSched::Core(Core::Drr(x), _) => Some(x.deficit(u)),
             _ => unreachable!("runs pass only DRR and strict-priority levels"),
         }
@@ -576,6 +599,7 @@ impl NodeSched {
     pub(crate) fn served_run(&mut self, u: u32, bytes: u64, next_len: u32) {
         match self {
             NodeSched::Levels(_) => {}
+            NodeSched::Ets(e) => e.served_run(u, bytes, next_len),
             NodeSched::Core(Core::Drr(x), _) => x.served_run(u, bytes, next_len),
             _ => unreachable!("runs pass only DRR and strict-priority levels"),
         }
@@ -608,6 +632,7 @@ impl NodeSched {
                 );
             }
             NodeSched::Levels(l) => l.check_invariants(),
+            NodeSched::Ets(e) => e.check_invariants(),
             NodeSched::Core(c, _) => core!(c, x => x.check_invariants()),
             NodeSched::Calendar(c) => c.check_invariants(),
         }

@@ -12,6 +12,8 @@ use super::discipline::{
     CalendarPolicy, CalendarSpec, Discipline, DEFAULT_PERIOD, MAX_CALENDAR_BYTES, MAX_PERIOD,
     MAX_POLICER_RATE,
 };
+use super::ets::MAX_ETS_UNITS;
+use super::levels::MAX_LEVELS;
 use super::spec::{TreeSpec, MAX_WEIGHT};
 use super::MAX_DEPTH;
 use crate::pool::MAX_POOL_CAPACITY;
@@ -168,6 +170,19 @@ pub enum NodeProblem {
         /// The MTU, the least accepted.
         mtu: u32,
     },
+    /// An `ets` node without children: it orders children by their priorities
+    /// (a per-flow leaf's flows have none).
+    EtsWithoutChildren,
+    /// An `ets` node with more children than it can index.
+    EtsChildren {
+        /// Its children.
+        children: usize,
+    },
+    /// A child of an `ets` node whose priority is not a level below 64.
+    EtsPriority {
+        /// The child's priority.
+        priority: u32,
+    },
 }
 
 impl NodeProblem {
@@ -184,7 +199,11 @@ impl NodeProblem {
             NodeProblem::PerFlowWithChildren | NodeProblem::ZeroFlows => "flows",
             NodeProblem::ZeroCapacity => "capacity",
             NodeProblem::ShapeWithoutFlows => "release",
-            NodeProblem::RanksFlows { .. } | NodeProblem::CalendarOnFifoLeaf { .. } => "discipline",
+            NodeProblem::RanksFlows { .. }
+            | NodeProblem::CalendarOnFifoLeaf { .. }
+            | NodeProblem::EtsWithoutChildren
+            | NodeProblem::EtsChildren { .. } => "discipline",
+            NodeProblem::EtsPriority { .. } => "priority",
             NodeProblem::DaysLevels { .. }
             | NodeProblem::DaysLevel { .. }
             | NodeProblem::DaysOverflow
@@ -266,6 +285,18 @@ impl fmt::Display for NodeProblem {
                 f,
                 "`bucket` of {bytes} bytes is outside {mtu}..={MAX_CALENDAR_BYTES} (at least one MTU)"
             ),
+            NodeProblem::EtsWithoutChildren => f.write_str(
+                "ets orders children by their priorities, but this node has none (for flows use drr)",
+            ),
+            NodeProblem::EtsChildren { children } => write!(
+                f,
+                "ets orders at most {MAX_ETS_UNITS} children, this node has {children}"
+            ),
+            NodeProblem::EtsPriority { priority } => write!(
+                f,
+                "its parent is ets, whose levels are priorities 0 to {}: got {priority}",
+                MAX_LEVELS - 1
+            ),
         }
     }
 }
@@ -292,6 +323,9 @@ impl TreeSpec {
             }
             self.check_node(i, !kids[i].is_empty())
                 .map_err(|problem| self.node_error(i, problem))?;
+            if n.discipline == Discipline::Ets {
+                self.check_ets(i, &kids[i])?;
+            }
         }
         self.check_cycles()
     }
@@ -388,6 +422,28 @@ impl TreeSpec {
             self.check_calendar(i, c)?;
         }
         Ok(())
+    }
+
+    /// An `ets` node's children: at least one, at most [`MAX_ETS_UNITS`], each
+    /// at a level below [`MAX_LEVELS`].
+    fn check_ets(&self, i: usize, kids: &[usize]) -> Result<(), SpecError> {
+        if kids.is_empty() {
+            return Err(self.node_error(i, NodeProblem::EtsWithoutChildren));
+        }
+        if kids.len() > MAX_ETS_UNITS {
+            let children = kids.len();
+            return Err(self.node_error(i, NodeProblem::EtsChildren { children }));
+        }
+        match kids
+            .iter()
+            .find(|&&c| self.nodes[c].priority as usize >= MAX_LEVELS)
+        {
+            Some(&c) => {
+                let priority = self.nodes[c].priority;
+                Err(self.node_error(c, NodeProblem::EtsPriority { priority }))
+            }
+            None => Ok(()),
+        }
     }
 
     /// Walking up from any node reaches the root, within [`MAX_DEPTH`] steps.

@@ -115,6 +115,7 @@ fn sched_name(s: &NodeSched) -> String {
     match s {
         NodeSched::Ranked(r) => r.txn.name().to_string(),
         NodeSched::Levels(_) => "strict".to_string(),
+        NodeSched::Ets(_) => "ets".to_string(),
         NodeSched::Hclock(_) => "hclock".to_string(),
         NodeSched::Core(c, _) => c.name().to_string(),
         NodeSched::Calendar(c) => c.name().to_string(),
@@ -128,7 +129,7 @@ fn sched_stats(s: &NodeSched) -> Vec<QueueStats> {
             let (a, b) = h.queues();
             vec![a.stats(), b.stats()]
         }
-        NodeSched::Core(..) | NodeSched::Levels(_) => Vec::new(),
+        NodeSched::Core(..) | NodeSched::Levels(_) | NodeSched::Ets(_) => Vec::new(),
         NodeSched::Calendar(c) => vec![c.stats()],
     }
 }
