@@ -31,7 +31,8 @@ fn the_example_is_rte_sched_shaped() {
     distinct.sort_unstable();
     distinct.dedup();
     assert_eq!(distinct.len(), 1024);
-    assert_eq!(spec.nodes.len(), 1 + 4 + 64 * (1 + QUEUES_PER_PIPE + 1));
+    // Each pipe: its node and its 16 queues under it (`ets`).
+    assert_eq!(spec.nodes.len(), 1 + 4 + 64 * (1 + QUEUES_PER_PIPE));
     assert!(spec
         .nodes
         .iter()
@@ -49,13 +50,25 @@ fn a_policy_of_another_shape_is_refused_naming_the_node() {
         .collect::<Vec<_>>()
         .join("\n");
     let policy = Policy::parse(&cut, "cut.toml").expect("still a valid policy");
-    let err = Hierarchy::from_policy(&policy).expect_err("12 classes");
+    let err = Hierarchy::from_policy(&policy).expect_err("15 queues");
     let msg = err.to_string();
     assert!(
         msg.contains("cut.toml") && msg.contains("pipe \"b\""),
         "{msg}"
     );
-    assert!(msg.contains("13 traffic classes"), "{msg}");
+    assert!(msg.contains("rte_sched's 16 queues"), "{msg}");
+    assert_eq!(
+        err.problem,
+        ShapeProblem::EtsPipeQueues {
+            pipe: "b".into(),
+            children: 15
+        }
+    );
+    // The same cut in the nested form: 12 classes where 13 belong.
+    let nested = nested(&cut);
+    let policy = Policy::parse(&nested, "cut.toml").expect("still a valid policy");
+    let err = Hierarchy::from_policy(&policy).expect_err("12 classes");
+    assert!(err.to_string().contains("13 traffic classes"), "{err}");
     assert_eq!(
         err.problem,
         ShapeProblem::PipeClasses {
@@ -63,6 +76,59 @@ fn a_policy_of_another_shape_is_refused_naming_the_node() {
             children: 12
         }
     );
+}
+
+/// The example with each pipe `strict` over its classes and a `drr` node of
+/// the four best-effort queues at priority 12: the form before `ets`.
+fn nested(ets: &str) -> String {
+    let mut out = Vec::new();
+    for line in ets.lines() {
+        let line = line.replace("discipline = \"ets\"", "discipline = \"strict\"");
+        let Some(rest) = line.trim_start().strip_prefix("{ name = \"") else {
+            out.push(line);
+            continue;
+        };
+        let name = &rest[..rest.find('"').expect("a quoted name")];
+        let Some((pipe, queue)) = name.split_once("-be") else {
+            out.push(line);
+            continue;
+        };
+        if queue == "0" {
+            out.push(format!(
+                "  {{ name = \"{pipe}-be\", parent = \"{pipe}\", priority = 12, discipline = \"drr\" }},"
+            ));
+        }
+        out.push(line.replace(
+            &format!("parent = \"{pipe}\", priority = 12,"),
+            &format!("parent = \"{pipe}-be\","),
+        ));
+    }
+    out.join("\n")
+}
+
+/// Loads the hierarchy of policy text `text`.
+fn hierarchy(text: &str) -> Hierarchy {
+    let policy = Policy::parse(text, "hqos.toml").expect("a valid policy");
+    Hierarchy::from_policy(&policy).expect("rte_sched-shaped")
+}
+
+#[test]
+fn the_nested_form_reads_alike_and_sends_the_same_bytes() {
+    let text = std::fs::read_to_string(example()).expect("example");
+    let (ets, nested) = (hierarchy(&text), hierarchy(&nested(&text)));
+    assert_eq!(ets.profiles, nested.profiles);
+    assert_eq!(ets.qsize, nested.qsize);
+    let (spec, _) = nested.tree_spec(4, 16, 2048);
+    // Each pipe: its node, 12 classes, the best-effort node and its 4 queues.
+    assert_eq!(spec.nodes.len(), 1 + 4 + 64 * (1 + 12 + 1 + 4));
+    // One node's order either way: the same bytes of every pipe and class
+    // on the virtual clock.
+    let window = share_window(true);
+    let (a, b) = (
+        eiffel_shares(&ets, window).expect("run"),
+        eiffel_shares(&nested, window).expect("run"),
+    );
+    assert_eq!(format!("{a:?}"), format!("{b:?}"));
 }
 
 #[test]

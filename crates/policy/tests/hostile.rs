@@ -158,7 +158,12 @@ fn meaningless_settings_are_refused_at_their_key() {
     let deep = "[[node]]\nname = \"root\"\ndiscipline = \"ets\"\n[[node]]\nname = \"a\"\nparent = \"root\"\npriority = 64\n";
     refused(deep, 7, "node[1].priority", "must be in 0..=63, got 64");
     let leaf = "[[node]]\nname = \"root\"\ndiscipline = \"ets\"\n";
-    refused(leaf, 3, "node[0].discipline", "ets orders children by their priorities");
+    refused(
+        leaf,
+        3,
+        "node[0].discipline",
+        "ets orders children by their priorities",
+    );
     let hclock = "[[node]]\nname = \"root\"\ndiscipline = \"hclock\"\nlimit = \"10Mbit\"\n[[node]]\nname = \"a\"\nparent = \"root\"\nreservation = \"6Mbit\"\n[[node]]\nname = \"b\"\nparent = \"root\"\nreservation = \"6Mbit\"\n[classify]\ndefault = \"a\"\n[[classify.rule]]\nleaf = \"b\"\nclass = 1\n";
     refused(
         hclock,

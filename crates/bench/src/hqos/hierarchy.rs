@@ -106,8 +106,16 @@ pub enum ShapeProblem {
     #[error("pipe {0:?} needs a limit")]
     PipeLimit(String),
     /// A pipe is not strict priority over its classes.
-    #[error("pipe {0:?} must be `strict` over its traffic classes")]
+    #[error("pipe {0:?} must be `strict` over its traffic classes, or `ets` over its queues")]
     PipeNotStrict(String),
+    /// An `ets` pipe has other than 16 children.
+    #[error("pipe {pipe:?} has {children} children; an ets pipe holds rte_sched's {QUEUES_PER_PIPE} queues: one at each priority 0-11 and {BE_QUEUES} at priority 12")]
+    EtsPipeQueues {
+        /// The pipe.
+        pipe: String,
+        /// Its children.
+        children: usize,
+    },
     /// A pipe has other than 13 children.
     #[error("pipe {pipe:?} has {children} children; rte_sched's pipes have {TRAFFIC_CLASSES} traffic classes")]
     PipeClasses {
@@ -276,32 +284,57 @@ impl Hierarchy {
                 pipe.name = format!("s{s}p{p}");
                 pipe.parent = Some(sub);
                 let pipe = spec.add(pipe);
-                let mut queue = [0 as ClassId; QUEUES_PER_PIPE];
-                for &c in &kids[tp] {
-                    let mut class = t.nodes[c].clone();
-                    let prio = class.priority as usize;
-                    class.name = format!("s{s}p{p}tc{prio}");
-                    class.parent = Some(pipe);
-                    if prio < BE_TC {
-                        class.capacity = Some(u32::from(self.qsize[prio]));
-                    }
-                    let class_id = spec.add(class);
-                    if prio < BE_TC {
-                        queue[prio] = class_id as ClassId;
-                        continue;
-                    }
-                    for (k, &l) in kids[c].iter().enumerate() {
-                        let mut leaf = t.nodes[l].clone();
-                        leaf.name = format!("s{s}p{p}be{k}");
-                        leaf.parent = Some(class_id);
-                        leaf.capacity = Some(u32::from(self.qsize[BE_TC]));
-                        queue[BE_TC + k] = spec.add(leaf) as ClassId;
-                    }
-                }
+                let queue = self.add_pipe_queues(&mut spec, &kids, tp, pipe, &format!("s{s}p{p}"));
                 leaves.extend_from_slice(&queue);
             }
         }
         (spec, leaves)
+    }
+
+    /// Adds under `pipe` (named `name`) the classes and queues of template
+    /// pipe `tp` (`kids`: the template's child lists), and returns its 16
+    /// queues' leaves. The best-effort class is a node of 4 queues (a
+    /// `strict` pipe) or the 4 queues at priority 12 themselves (`ets`).
+    fn add_pipe_queues(
+        &self,
+        spec: &mut TreeSpec,
+        kids: &[Vec<usize>],
+        tp: usize,
+        pipe: usize,
+        name: &str,
+    ) -> [ClassId; QUEUES_PER_PIPE] {
+        let t = &self.template;
+        let mut queue = [0 as ClassId; QUEUES_PER_PIPE];
+        let mut best_effort = 0;
+        let add = |spec: &mut TreeSpec, node: usize, name: String, parent: usize, tc: usize| {
+            let mut n = t.nodes[node].clone();
+            n.name = name;
+            n.parent = Some(parent);
+            n.capacity = Some(u32::from(self.qsize[tc]));
+            spec.add(n) as ClassId
+        };
+        for &c in &kids[tp] {
+            let prio = t.nodes[c].priority as usize;
+            if prio < BE_TC {
+                queue[prio] = add(spec, c, format!("{name}tc{prio}"), pipe, prio);
+                continue;
+            }
+            let members = &kids[c];
+            if members.is_empty() {
+                queue[BE_TC + best_effort] =
+                    add(spec, c, format!("{name}be{best_effort}"), pipe, BE_TC);
+                best_effort += 1;
+                continue;
+            }
+            let mut class = t.nodes[c].clone();
+            class.name = format!("{name}tc{prio}");
+            class.parent = Some(pipe);
+            let class = spec.add(class);
+            for (k, &l) in members.iter().enumerate() {
+                queue[BE_TC + k] = add(spec, l, format!("{name}be{k}"), class, BE_TC);
+            }
+        }
+        queue
     }
 
     /// The hierarchy's byte rate (bits per second / 8) of the port.
@@ -360,7 +393,10 @@ fn class_qsize(spec: &TreeSpec, name: &str, leaves: &[usize]) -> Result<u16, Sha
     Ok(cap as u16)
 }
 
-/// Reads pipe node `p`: its profile and its classes' queue capacities.
+/// Reads pipe node `p`: its profile and its classes' queue capacities. A
+/// `strict` pipe has 13 classes, the last a weighted node of 4 queues; an
+/// `ets` pipe has the 16 queues as its children, the 4 best-effort ones
+/// sharing priority 12 by weight.
 fn read_pipe(
     spec: &TreeSpec,
     kids: &[Vec<usize>],
@@ -369,15 +405,94 @@ fn read_pipe(
     let node = &spec.nodes[p];
     let name = &node.name;
     let pipe = limit_of(node).ok_or_else(|| ShapeProblem::PipeLimit(name.clone()))?;
-    if !matches!(
-        node.discipline,
+    match node.discipline {
         Discipline::Ranked {
-            rank: Rank::Strict,
-            ..
-        }
-    ) {
-        return Err(ShapeProblem::PipeNotStrict(name.clone()));
+            rank: Rank::Strict, ..
+        } => read_strict_pipe(spec, kids, p, pipe),
+        Discipline::Ets => read_ets_pipe(spec, kids, p, pipe),
+        _ => Err(ShapeProblem::PipeNotStrict(name.clone())),
     }
+}
+
+/// A class's cap, at most its pipe's limit `pipe`: its own limit, or the
+/// pipe's where it has none.
+fn class_cap(class: &NodeSpec, pipe: Limit) -> Result<Limit, ShapeProblem> {
+    let cap = limit_of(class).unwrap_or(pipe);
+    if cap.bps > pipe.bps {
+        return Err(ShapeProblem::ClassCap(class.name.clone()));
+    }
+    Ok(cap)
+}
+
+/// An `ets` pipe's 16 FIFO queues: one at each priority below 12, four at 12.
+fn read_ets_pipe(
+    spec: &TreeSpec,
+    kids: &[Vec<usize>],
+    p: usize,
+    pipe: Limit,
+) -> Result<(Profile, [u16; TRAFFIC_CLASSES]), ShapeProblem> {
+    let name = &spec.nodes[p].name;
+    if kids[p].len() != QUEUES_PER_PIPE {
+        return Err(ShapeProblem::EtsPipeQueues {
+            pipe: name.clone(),
+            children: kids[p].len(),
+        });
+    }
+    let mut tc = [pipe; TRAFFIC_CLASSES];
+    let mut qsize = [0u16; TRAFFIC_CLASSES];
+    let mut weights = [0u32; BE_QUEUES];
+    let mut best_effort = Vec::with_capacity(BE_QUEUES);
+    let mut seen = [false; BE_TC];
+    for &c in &kids[p] {
+        let class = &spec.nodes[c];
+        let prio = class.priority as usize;
+        if !kids[c].is_empty() {
+            return Err(ShapeProblem::ClassNotFifo {
+                class: class.name.clone(),
+                priority: prio,
+            });
+        }
+        if prio == BE_TC {
+            best_effort.push(c);
+            continue;
+        }
+        if prio > BE_TC || std::mem::replace(&mut seen[prio], true) {
+            return Err(ShapeProblem::ClassPriority(class.name.clone()));
+        }
+        tc[prio] = class_cap(class, pipe)?;
+        qsize[prio] = class_qsize(spec, &class.name, &[c])?;
+    }
+    if best_effort.len() != BE_QUEUES {
+        return Err(ShapeProblem::EtsPipeQueues {
+            pipe: name.clone(),
+            children: kids[p].len(),
+        });
+    }
+    for (k, &l) in best_effort.iter().enumerate() {
+        weights[k] = spec.nodes[l].weight;
+        if !(1..=255).contains(&weights[k]) {
+            return Err(ShapeProblem::Weight(spec.nodes[l].name.clone()));
+        }
+    }
+    qsize[BE_TC] = class_qsize(spec, name, &best_effort)?;
+    let profile = Profile {
+        name: name.clone(),
+        pipe,
+        tc,
+        weights,
+    };
+    Ok((profile, qsize))
+}
+
+/// A `strict` pipe's 13 classes: FIFO queues at priorities 0-11 and a
+/// weighted node of 4 FIFO queues at 12.
+fn read_strict_pipe(
+    spec: &TreeSpec,
+    kids: &[Vec<usize>],
+    p: usize,
+    pipe: Limit,
+) -> Result<(Profile, [u16; TRAFFIC_CLASSES]), ShapeProblem> {
+    let name = &spec.nodes[p].name;
     if kids[p].len() != TRAFFIC_CLASSES {
         return Err(ShapeProblem::PipeClasses {
             pipe: name.clone(),
@@ -396,10 +511,7 @@ fn read_pipe(
             return Err(ShapeProblem::ClassPriority(class.name.clone()));
         }
         seen[prio] = true;
-        tc[prio] = limit_of(class).unwrap_or(no_cap);
-        if tc[prio].bps > pipe.bps {
-            return Err(ShapeProblem::ClassCap(class.name.clone()));
-        }
+        tc[prio] = class_cap(class, pipe)?;
         let leaves: Vec<usize> = if prio < BE_TC {
             if !kids[c].is_empty() {
                 return Err(ShapeProblem::ClassNotFifo {

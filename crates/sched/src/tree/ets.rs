@@ -20,49 +20,52 @@
 //! changes nothing; a shared level's core keeps its round and deficits while
 //! a higher level sends, as the inner DRR node would.
 
+use eiffel_queue::prefetch;
+
 use super::levels::MAX_LEVELS;
 use super::txn::Unit;
 use crate::flows::FlowCore;
 use crate::scheduler::{ConfigError, FlowConfig};
 use crate::DrrCore;
 
-/// Most children of an `ets` node (unit indices are 15 bits in a level's
-/// entry).
-pub const MAX_ETS_UNITS: usize = 1 << 15;
+/// Most children of an `ets` node: its tables are one entry a child, inline
+/// (a level's children beyond that can share it through a `drr` child).
+pub const MAX_ETS_UNITS: usize = MAX_LEVELS;
 
-/// A level entry's mark for a level shared by a group: the low bits are the
-/// group's index.
-const SHARED: u16 = 1 << 15;
+/// A level entry's mark for a level shared by a group (the low bits are the
+/// group's index), and a unit's place's mark for a unit of a shared level
+/// (the low bits are its level).
+const SHARED: u8 = 1 << 7;
 
-/// The children of one shared level: their DRR core (flow ids are member
-/// indices) and the unit of each member.
+/// The children of one shared level: a DRR core whose flow ids are the
+/// node's unit indices, those of the level's members configured.
+// NB: a core over every unit, not over the members alone: its answer is the
+// unit, with no table from member to unit and back. A member's record sits at
+// its unit's index, so a level of consecutive children (an rte_sched pipe's
+// four best-effort queues) keeps its records on consecutive lines.
 #[derive(Debug)]
 struct Group {
     core: DrrCore,
-    members: Box<[u32]>,
-}
-
-/// Where a unit sits: its level, and its member index if its level is shared.
-#[derive(Clone, Copy, Debug)]
-struct Place {
-    level: u8,
-    /// Whether the level is shared.
-    shared: bool,
-    /// Member index in the level's group.
-    member: u16,
 }
 
 /// Strict priority between levels, DRR by weight within a level.
+// NB: the tables a packet reads (the queued levels, a level's unit or group,
+// a unit's level) are inline, in the lines of the node's discipline box: a
+// burst enqueue fetches them with the box, and a strict class's packet reads
+// nothing else. A shared level's core is the only other allocation on a
+// packet's path.
 #[derive(Debug)]
+#[repr(C)]
 pub(crate) struct Ets {
     /// Bit `l` set: level `l` has a queued unit.
     mask: u64,
-    /// Per level in use: its unit, or `SHARED | group`.
-    entry: [u16; MAX_LEVELS],
-    places: Box<[Place]>,
     groups: Box<[Group]>,
+    /// Per unit: its level, `SHARED |` if the level is shared.
+    place: [u8; MAX_ETS_UNITS],
+    /// Per level in use: its unit, or `SHARED | group`.
+    entry: [u8; MAX_LEVELS],
     /// The units as configured (what `units_mut` exposes).
-    pub(crate) units: Vec<Unit>,
+    pub(crate) units: Box<[Unit]>,
 }
 
 impl Ets {
@@ -70,7 +73,14 @@ impl Ets {
     /// [`MAX_ETS_UNITS`] units; the tree's validation refuses others), with
     /// quanta of `weight * mtu` bytes.
     pub(crate) fn new(units: Vec<Unit>, mtu: u32) -> Result<Ets, ConfigError> {
-        let mut by_level: Vec<Vec<u32>> = vec![Vec::new(); MAX_LEVELS];
+        if units.len() > MAX_ETS_UNITS {
+            return Err(ConfigError::OutOfRange {
+                what: "ets children",
+                value: units.len() as u64,
+                range: "1..=64",
+            });
+        }
+        let mut by_level: Vec<Vec<u8>> = vec![Vec::new(); MAX_LEVELS];
         for (u, unit) in units.iter().enumerate() {
             let level = unit.priority as usize;
             if level >= MAX_LEVELS {
@@ -80,56 +90,51 @@ impl Ets {
                     range: "0..=63",
                 });
             }
-            if u >= MAX_ETS_UNITS {
-                return Err(ConfigError::OutOfRange {
-                    what: "ets children",
-                    value: units.len() as u64,
-                    range: "1..=32768",
-                });
-            }
-            by_level[level].push(u as u32);
+            by_level[level].push(u as u8);
         }
-        let mut entry = [0u16; MAX_LEVELS];
-        let mut places = vec![
-            Place {
-                level: 0,
-                shared: false,
-                member: 0,
-            };
-            units.len()
-        ];
+        let mut e = Ets {
+            mask: 0,
+            entry: [0; MAX_LEVELS],
+            place: [0; MAX_ETS_UNITS],
+            groups: Box::new([]),
+            units: units.into_boxed_slice(),
+        };
         let mut groups = Vec::new();
         for (level, members) in by_level.into_iter().enumerate() {
             match members[..] {
                 [] => {}
                 [u] => {
-                    entry[level] = u as u16;
-                    places[u as usize].level = level as u8;
+                    e.entry[level] = u;
+                    e.place[u as usize] = level as u8;
                 }
                 _ => {
-                    entry[level] = SHARED | groups.len() as u16;
-                    groups.push(group(&units, &members, level, &mut places, mtu)?);
+                    e.entry[level] = SHARED | groups.len() as u8;
+                    groups.push(e.group(&members, level, mtu)?);
                 }
             }
         }
-        Ok(Ets {
-            mask: 0,
-            entry,
-            places: places.into_boxed_slice(),
-            groups: groups.into_boxed_slice(),
-            units,
-        })
+        e.groups = groups.into_boxed_slice();
+        Ok(e)
     }
 
+    /// Unit `u`'s level and, if the level is shared, `u` as its flow id
+    /// there.
     #[inline(always)]
-    fn place(&self, u: u32) -> Place {
-        self.places[u as usize]
+    fn place(&self, u: u32) -> (u8, Option<u32>) {
+        let p = self.place[u as usize & (MAX_ETS_UNITS - 1)];
+        (p & !SHARED, (p & SHARED != 0).then_some(u))
     }
 
     #[inline(always)]
     fn group_of(&mut self, level: u8) -> &mut Group {
         let g = self.entry[level as usize & (MAX_LEVELS - 1)] & !SHARED;
         &mut self.groups[g as usize]
+    }
+
+    /// Whether no unit is queued.
+    #[inline(always)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.mask == 0
     }
 
     /// Units queued.
@@ -147,32 +152,41 @@ impl Ets {
 
     /// Whether unit `u` is queued.
     pub(crate) fn is_active(&self, u: u32) -> bool {
-        let p = self.place(u);
-        if p.shared {
-            let g = self.entry[p.level as usize] & !SHARED;
-            self.groups[g as usize]
-                .core
-                .is_backlogged(u32::from(p.member))
-        } else {
-            self.mask & (1 << p.level) != 0
+        match self.place(u) {
+            (level, Some(m)) => {
+                let g = self.entry[level as usize] & !SHARED;
+                self.groups[g as usize].core.is_backlogged(m)
+            }
+            (level, None) => self.mask & (1 << level) != 0,
+        }
+    }
+
+    /// Hints the CPU to fetch the group of unit `u`'s level, if it is shared
+    /// (a burst enqueue's stage before the activation). Not the member's
+    /// record: its address is in the group, not yet in the cache.
+    #[inline]
+    pub(crate) fn prefetch_unit(&self, u: u32) {
+        if let (level, Some(_)) = self.place(u) {
+            let g = self.entry[level as usize & (MAX_LEVELS - 1)] & !SHARED;
+            if let Some(g) = self.groups.get(g as usize) {
+                prefetch(g);
+            }
         }
     }
 
     /// Unit `u` became backlogged and eligible, its head `head_len` bytes.
     #[inline]
     pub(crate) fn activate(&mut self, u: u32, head_len: u32) {
-        let p = self.place(u);
-        self.mask |= 1 << p.level;
-        if p.shared {
-            self.group_of(p.level)
-                .core
-                .activate(u32::from(p.member), head_len);
+        let (level, member) = self.place(u);
+        self.mask |= 1 << level;
+        if let Some(m) = member {
+            self.group_of(level).core.activate(m, head_len);
         }
     }
 
     /// The unit to serve next: the queued level of the highest priority, and
     /// in a shared level the member whose DRR turn it is.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn select(&mut self) -> Option<u32> {
         if self.mask == 0 {
             return None;
@@ -181,45 +195,67 @@ impl Ets {
         if e & SHARED == 0 {
             return Some(u32::from(e));
         }
-        let g = &mut self.groups[(e & !SHARED) as usize];
-        g.core.peek().map(|m| g.members[m as usize])
+        self.group_turn(e)
+    }
+
+    /// The member whose turn it is in the group of level entry `e`.
+    fn group_turn(&mut self, e: u8) -> Option<u32> {
+        self.groups[(e & !SHARED) as usize].core.peek()
+    }
+
+    /// [`Ets::served`], then [`Ets::select`]: a strict unit that stays is its
+    /// own successor, and a shared level's core answers its report and its
+    /// next turn from one lookup while the level stays queued (no higher
+    /// level can have become queued in between: that takes an arrival).
+    #[inline(always)]
+    pub(crate) fn served_select(&mut self, u: u32, next_len: Option<u32>) -> Option<u32> {
+        let (level, member) = self.place(u);
+        match member {
+            Some(m) => {
+                if let Some(next) = self.group_of(level).core.served_peek(m, next_len) {
+                    return Some(next);
+                }
+            }
+            None if next_len.is_some() => return Some(u),
+            None => {}
+        }
+        self.mask &= !(1 << level);
+        self.select()
     }
 
     /// Unit `u`, the one `select` returned, sent a packet; `next_len` is its
     /// next head's length, `None` if it left.
     #[inline]
     pub(crate) fn served(&mut self, u: u32, next_len: Option<u32>) {
-        let p = self.place(u);
-        let empty = if p.shared {
-            let core = &mut self.group_of(p.level).core;
-            core.served(u32::from(p.member), next_len);
-            core.backlogged() == 0
-        } else {
-            next_len.is_none()
+        let (level, member) = self.place(u);
+        let empty = match member {
+            Some(m) => {
+                let core = &mut self.group_of(level).core;
+                core.served(m, next_len);
+                core.backlogged() == 0
+            }
+            None => next_len.is_none(),
         };
         if empty {
-            self.mask &= !(1 << p.level);
+            self.mask &= !(1 << level);
         }
     }
 
     /// Bytes unit `u`, the one just served, may still send in its turn: its
     /// DRR deficit in a shared level, `None` in a strict one.
     pub(crate) fn turn_room(&self, u: u32) -> Option<u64> {
-        let p = self.place(u);
-        p.shared.then(|| {
-            let g = self.entry[p.level as usize] & !SHARED;
-            self.groups[g as usize].core.deficit(u32::from(p.member))
+        let (level, member) = self.place(u);
+        member.map(|m| {
+            let g = self.entry[level as usize] & !SHARED;
+            self.groups[g as usize].core.deficit(m)
         })
     }
 
     /// Unit `u` sent `bytes` in a run this node's choice did not see, and has
     /// a packet of `next_len` bytes next.
     pub(crate) fn served_run(&mut self, u: u32, bytes: u64, next_len: u32) {
-        let p = self.place(u);
-        if p.shared {
-            self.group_of(p.level)
-                .core
-                .served_run(u32::from(p.member), bytes, next_len);
+        if let (level, Some(m)) = self.place(u) {
+            self.group_of(level).core.served_run(m, bytes, next_len);
         }
     }
 
@@ -236,36 +272,22 @@ impl Ets {
                     "ets: level {l} queued vs its group"
                 );
             } else if queued {
-                let p = self.places[e as usize];
-                assert!(!p.shared && p.level as usize == l, "ets: level {l}");
+                assert_eq!(self.place(u32::from(e)), (l as u8, None), "ets: level {l}");
             }
         }
     }
-}
 
-/// The group of shared level `level`: a DRR core over `members`, recorded in
-/// their places.
-fn group(
-    units: &[Unit],
-    members: &[u32],
-    level: usize,
-    places: &mut [Place],
-    mtu: u32,
-) -> Result<Group, ConfigError> {
-    let mut core = DrrCore::new(members.len() as u32)?;
-    for (m, &u) in members.iter().enumerate() {
-        let cfg = FlowConfig::weight(units[u as usize].weight).max_packet(mtu);
-        core.add_flow(m as u32, cfg)?;
-        places[u as usize] = Place {
-            level: level as u8,
-            shared: true,
-            member: m as u16,
-        };
+    /// The group of shared level `level`: a DRR core over `members`, recorded
+    /// in their places.
+    fn group(&mut self, members: &[u8], level: usize, mtu: u32) -> Result<Group, ConfigError> {
+        let mut core = DrrCore::new(self.units.len() as u32)?;
+        for &u in members {
+            let cfg = FlowConfig::weight(self.units[u as usize].weight).max_packet(mtu);
+            core.add_flow(u32::from(u), cfg)?;
+            self.place[u as usize] = SHARED | level as u8;
+        }
+        Ok(Group { core })
     }
-    Ok(Group {
-        core,
-        members: members.into(),
-    })
 }
 
 #[cfg(test)]
@@ -324,9 +346,11 @@ mod tests {
     }
 
     #[test]
-    fn priorities_from_64_are_refused() {
+    fn priorities_from_64_and_children_beyond_64_are_refused() {
         assert!(Ets::new(units(&[(64, 1)]), 1500).is_err());
         assert!(Ets::new(units(&[(63, 1), (63, 1), (0, 1)]), 1500).is_ok());
+        assert!(Ets::new(units(&[(3, 1); 64]), 1500).is_ok());
+        assert!(Ets::new(units(&[(3, 1); 65]), 1500).is_err());
     }
 }
 

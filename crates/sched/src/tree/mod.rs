@@ -436,7 +436,7 @@ impl PolicyTree {
     fn has_head(&self, n: u32) -> bool {
         match &self.nodes.at(n).kind {
             Kind::Leaf { fifo } => !fifo.is_empty(),
-            kind => kind.sched().is_some_and(|s| s.active() > 0),
+            kind => kind.sched().is_some_and(|s| !s.is_empty()),
         }
     }
 

@@ -305,9 +305,7 @@ impl NodeSched {
             }
             // One word, in the lines already fetched.
             NodeSched::Levels(_) => {}
-            // Its levels' word and entries; a shared level's core is one line
-            // per few members.
-            NodeSched::Ets(_) => {}
+            NodeSched::Ets(e) => e.prefetch_unit(u as u32),
             NodeSched::Core(_, units) => {
                 if let Some(unit) = units.get(u) {
                     prefetch(unit);
@@ -330,6 +328,15 @@ impl NodeSched {
             NodeSched::Hclock(h) => h.shares.len(),
             NodeSched::Core(c, _) => core!(c, x => x.backlogged()) as usize,
             NodeSched::Calendar(c) => c.len(),
+        }
+    }
+
+    /// Whether no unit is queued ([`NodeSched::active`] is 0).
+    #[inline]
+    pub(crate) fn is_empty(&self) -> bool {
+        match self {
+            NodeSched::Ets(e) => e.is_empty(),
+            _ => self.active() == 0,
         }
     }
 
@@ -554,10 +561,7 @@ impl NodeSched {
                 l.served(u, next.is_some());
                 after(l.select())
             }
-            NodeSched::Ets(e) => {
-                e.served(u, next.map(|n| n.len));
-                after(e.select())
-            }
+            NodeSched::Ets(e) => after(e.served_select(u, next.map(|n| n.len))),
             NodeSched::Core(c, _) => {
                 let next_len = next.map(|n| n.len);
                 core!(c, x => after(x.served_peek(u, next_len)))
