@@ -151,6 +151,25 @@ fn write_annotations(out: &mut String, a: &AnnotateSpec) {
     }
 }
 
+/// Where child `i` of an `ets` node with children `siblings` sits: a strict
+/// level of its own, or its weight among the children sharing its priority.
+fn ets_level(spec: &TreeSpec, siblings: &[usize], i: usize) -> String {
+    let priority = spec.nodes[i].priority;
+    let (shared, total) = siblings
+        .iter()
+        .map(|&s| &spec.nodes[s])
+        .filter(|s| s.priority == priority)
+        .fold((0, 0u64), |(k, w), s| (k + 1, w + u64::from(s.weight)));
+    if shared == 1 {
+        format!("priority {priority} (strict)")
+    } else {
+        format!(
+            "priority {priority}, weight {} of {total} (drr among {shared})",
+            spec.nodes[i].weight
+        )
+    }
+}
+
 fn write_node(
     out: &mut String,
     policy: &Policy,
@@ -171,7 +190,11 @@ fn write_node(
     };
     let _ = write!(line, ": {kind}");
     if let Some(p) = n.parent {
-        match spec.nodes[p].discipline.rank() {
+        let parent = &spec.nodes[p].discipline;
+        match parent.rank() {
+            _ if matches!(parent, Discipline::Ets) => {
+                let _ = write!(line, ", {}", ets_level(spec, &kids[p], i));
+            }
             Some(Rank::Strict) => {
                 let _ = write!(line, ", priority {}", n.priority);
             }
@@ -220,5 +243,50 @@ fn write_node(
     }
     for &c in &kids[i] {
         write_node(out, policy, tree, kids, c, depth + 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::describe;
+    use crate::Policy;
+
+    /// An `ets` node's children: a level of one child is a strict priority (no
+    /// weight, it has none there), the children of a shared level show their
+    /// weight among the level's.
+    #[test]
+    fn ets_children_show_their_level_and_weights_only_where_shared() {
+        let text = "[[node]]\nname = \"root\"\ndiscipline = \"ets\"\n\
+            [[node]]\nname = \"voice\"\nparent = \"root\"\npriority = 1\n\
+            [[node]]\nname = \"a\"\nparent = \"root\"\npriority = 3\nweight = 3\n\
+            [[node]]\nname = \"b\"\nparent = \"root\"\npriority = 3\n\
+            [[node]]\nname = \"s\"\nparent = \"root\"\npriority = 2\ndiscipline = \"strict\"\n\
+            [[node]]\nname = \"s0\"\nparent = \"s\"\npriority = 5\n\
+            [classify]\ndefault = \"b\"\n\
+            [[classify.rule]]\nleaf = \"voice\"\nclass = 0\n\
+            [[classify.rule]]\nleaf = \"a\"\nclass = 1\n\
+            [[classify.rule]]\nleaf = \"s0\"\nclass = 2\n";
+        let policy = Policy::parse(text, "ets.toml").unwrap_or_else(|e| panic!("{e}"));
+        let out = describe(&policy, &policy.build());
+        let line = |name: &str| {
+            out.lines()
+                .find(|l| l.trim_start().starts_with(&format!("{name}:")))
+                .unwrap_or_else(|| panic!("no line for {name} in:\n{out}"))
+                .to_string()
+        };
+        assert!(line("root").contains(": ets"), "{out}");
+        assert!(line("voice").contains(", priority 1 (strict)"), "{out}");
+        assert!(!line("voice").contains("weight"), "{out}");
+        assert!(
+            line("a").contains(", priority 3, weight 3 of 4 (drr among 2)"),
+            "{out}"
+        );
+        assert!(
+            line("b").contains(", priority 3, weight 1 of 4 (drr among 2)"),
+            "{out}"
+        );
+        assert!(line("s").contains(": strict, priority 2 (strict)"), "{out}");
+        // Below a `strict` child, as before.
+        assert!(line("s0").contains(", priority 5"), "{out}");
     }
 }
