@@ -370,8 +370,14 @@ fn read_best_effort(
     ) {
         return Err(ShapeProblem::BestEffortNotWeighted(class.name.clone()));
     }
+    queue_weights(spec, &kids[c])
+}
+
+/// The weights of the four best-effort queues `queues`, in rte_sched's WRR
+/// range.
+fn queue_weights(spec: &TreeSpec, queues: &[usize]) -> Result<[u32; BE_QUEUES], ShapeProblem> {
     let mut weights = [0u32; BE_QUEUES];
-    for (k, &l) in kids[c].iter().enumerate() {
+    for (k, &l) in queues.iter().enumerate() {
         weights[k] = spec.nodes[l].weight;
         if !(1..=255).contains(&weights[k]) {
             return Err(ShapeProblem::Weight(spec.nodes[l].name.clone()));
@@ -440,7 +446,6 @@ fn read_ets_pipe(
     }
     let mut tc = [pipe; TRAFFIC_CLASSES];
     let mut qsize = [0u16; TRAFFIC_CLASSES];
-    let mut weights = [0u32; BE_QUEUES];
     let mut best_effort = Vec::with_capacity(BE_QUEUES);
     let mut seen = [false; BE_TC];
     for &c in &kids[p] {
@@ -468,12 +473,7 @@ fn read_ets_pipe(
             children: kids[p].len(),
         });
     }
-    for (k, &l) in best_effort.iter().enumerate() {
-        weights[k] = spec.nodes[l].weight;
-        if !(1..=255).contains(&weights[k]) {
-            return Err(ShapeProblem::Weight(spec.nodes[l].name.clone()));
-        }
-    }
+    let weights = queue_weights(spec, &best_effort)?;
     qsize[BE_TC] = class_qsize(spec, name, &best_effort)?;
     let profile = Profile {
         name: name.clone(),
