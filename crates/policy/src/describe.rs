@@ -190,9 +190,8 @@ fn write_node(
     };
     let _ = write!(line, ": {kind}");
     if let Some(p) = n.parent {
-        let parent = &spec.nodes[p].discipline;
-        match parent.rank() {
-            _ if matches!(parent, Discipline::Ets) => {
+        match spec.nodes[p].discipline.rank() {
+            None if spec.nodes[p].discipline == Discipline::Ets => {
                 let _ = write!(line, ", {}", ets_level(spec, &kids[p], i));
             }
             Some(Rank::Strict) => {
