@@ -5,13 +5,13 @@
 //!
 //! The per-packet work is the tree's at the levels that matter here: a FIFO of
 //! 64-byte slots for each queue; queued counts at the queue, the pipe and the
-//! subport; a GCRA checked and charged at the subport, the pipe and each of the
-//! 12 capped classes; strict priority among the classes by a word of levels;
-//! DRR among the best-effort queues (the file's four profiles' weights), among
-//! a subport's pipes (turns of 64 MTUs) and among the subports (16 MTUs); sent
-//! counts at the queue, the pipe and the subport. What it leaves out: views,
-//! runs, the shaper's filing of a throttled node (no limit binds here), and any
-//! choice of shape or discipline.
+//! subport; a rate limit checked and charged at the port, the subport, the
+//! pipe and each of the 12 capped classes; strict priority among the classes
+//! by a word of levels; DRR among the best-effort queues (the file's four
+//! profiles' weights), among a subport's pipes (turns of 64 MTUs) and among the
+//! subports (16 MTUs); sent counts at the queue, the pipe and the subport. What
+//! it leaves out: views, runs, the shaper's filing of a throttled node (no
+//! limit binds here), and any choice of shape or discipline.
 //!
 //! The layout: a pipe's hot state in one line; its 16 queues' FIFO ends and
 //! counts four to a line; their sent counts four to a line; its sent count and
@@ -23,17 +23,23 @@
 //! taskset -c 1 cargo run --release -p eiffel-bench --example pipe_layout -- --grinders 65536
 //! ```
 //!
-//! `--grinders` looks one pipe further ahead when a subport turns to its next
-//! pipe, as `rte_sched`'s grinders do: it hints the head slot of every queued
-//! queue of the new pipe (whose queue lines were hinted a turn before) and the
-//! lines of the pipe after it.
+//! - `--grinders` looks one pipe further ahead when a subport turns to its
+//!   next pipe, as `rte_sched`'s grinders do: it hints the head slot of every
+//!   queued queue of the new pipe (whose queue lines were hinted a turn
+//!   before) and the lines of the pipe after it.
+//! - `--sparse` keeps each queue in a record of two lines of its own, as the
+//!   tree keeps a leaf.
+//! - `--exact` limits with the tree's own GCRA (`eiffel_sched::tree::Gcra`,
+//!   48 bytes, exact at any rate) instead of a whole-nanosecond one (24 bytes,
+//!   exact only where a byte takes whole nanoseconds, as here).
 
 use std::hint::black_box;
 
 use eiffel_bench::clock::CpuInstant;
 use eiffel_bench::hqos::stream::Stream;
 use eiffel_queue::{prefetch, prefetch_lines};
-use eiffel_sched::Packet;
+use eiffel_sched::tree::{Gcra, RateLimit};
+use eiffel_sched::{Packet, Rate};
 
 const BURST: usize = 32;
 const QUEUES: usize = 16;
@@ -45,36 +51,70 @@ const PIPE_TURN: i32 = 64 * MTU;
 const SUBPORTS: u32 = 4;
 /// The best-effort weights of the file's four pipe profiles.
 const BE_WEIGHTS: [[i32; 4]; 4] = [[1, 1, 1, 1], [1, 2, 1, 2], [4, 3, 2, 1], [1, 2, 3, 4]];
-/// One port byte in picoseconds at 1 Gbit/s: every rate lifted to the port's.
-const PS_PER_BYTE: u64 = 8_000;
+/// One port byte's time in nanoseconds at 1 Gbit/s: every rate lifted to the
+/// port's.
+const NS_PER_BYTE: u64 = 8;
 const PACKETS_PER_REP: u64 = 3_000_000;
 
-/// A GCRA on the port's byte clock: the theoretical arrival time of the next
-/// byte, and how far ahead of the clock it may run.
+/// A rate limit at the port's rate, as every limit is here.
+trait Bucket: Copy {
+    fn lifted() -> Self;
+    /// Whether the unit may send at `now` (ns).
+    fn conforms(&self, now: u64) -> bool;
+    /// `len` bytes sent at `now`.
+    fn charge(&mut self, now: u64, len: u32);
+}
+
+/// A GCRA in whole nanoseconds: the theoretical arrival time of the next
+/// byte, and how far ahead of the clock it may run (`rte_sched`'s kind of
+/// integer credit).
 #[derive(Clone, Copy, Default)]
 struct Limit {
     tat: u64,
-    ps_per_byte: u64,
-    slack: u64,
+    ns_per_byte: u64,
+    tolerance: u64,
 }
 
-impl Limit {
+impl Bucket for Limit {
     fn lifted() -> Limit {
         Limit {
             tat: 0,
-            ps_per_byte: PS_PER_BYTE,
-            slack: 10_000_000,
+            ns_per_byte: NS_PER_BYTE,
+            tolerance: BURST_NS,
         }
     }
 
     #[inline]
     fn conforms(&self, now: u64) -> bool {
-        self.tat <= now + self.slack
+        self.tat <= now + self.tolerance
     }
 
     #[inline]
     fn charge(&mut self, now: u64, len: u32) {
-        self.tat = self.tat.max(now) + self.ps_per_byte * u64::from(len) / 1000;
+        self.tat = self.tat.max(now) + self.ns_per_byte * u64::from(len);
+    }
+}
+
+/// 10 ms of the rate, the file's token buckets' burst.
+const BURST_NS: u64 = 10_000_000;
+
+/// The tree's own GCRA (`eiffel_sched::tree::Gcra`): exact at any rate, in
+/// 64-bit arithmetic where the bounds decide and 128-bit ticks between them.
+impl Bucket for Gcra {
+    fn lifted() -> Gcra {
+        let rate = Rate::from_bps(8_000_000_000 / NS_PER_BYTE);
+        let burst = rate.bytes_in(eiffel_sched::Duration::from_nanos(BURST_NS));
+        Gcra::new(RateLimit { rate, burst }, MTU as u32)
+    }
+
+    #[inline]
+    fn conforms(&self, now: u64) -> bool {
+        Gcra::conforms(self, now)
+    }
+
+    #[inline]
+    fn charge(&mut self, now: u64, len: u32) {
+        self.on_send(now, len);
     }
 }
 
@@ -110,12 +150,12 @@ struct QueueLines([Queue; QUEUES]);
 struct SentLines([Sent; QUEUES]);
 
 /// A pipe's hot line.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 #[repr(C, align(64))]
-struct Pipe {
+struct Pipe<B> {
     /// Bit `i` for a queued class `i` (12 for best effort).
     levels: u64,
-    limit: Limit,
+    limit: B,
     be_deficit: [i32; 4],
     queued: u32,
     deficit: i32,
@@ -132,11 +172,11 @@ struct PipeCold {
 }
 
 /// Where the queues' state lives.
-trait Store {
+trait Store<B> {
     fn new(pipes: usize) -> Self;
     fn queue(&mut self, p: usize, i: usize) -> &mut Queue;
     fn sent(&mut self, p: usize, i: usize) -> &mut Sent;
-    fn cap(&mut self, p: usize, i: usize) -> &mut Limit;
+    fn cap(&mut self, p: usize, i: usize) -> &mut B;
     /// Hints what an enqueue to queue `i` of pipe `p` reads.
     fn hint_queue(&self, p: usize, i: usize);
     /// Hints what serving pipe `p` reads of its queues.
@@ -152,22 +192,22 @@ const EMPTY: Queue = Queue {
 
 /// A pipe's queues in dense arrays: FIFO ends and counts four to a line, sent
 /// counts four to a line, the classes' caps in lines of their own.
-struct Dense {
+struct Dense<B> {
     queues: Vec<QueueLines>,
     sent: Vec<SentLines>,
-    caps: Vec<CapLines>,
+    caps: Vec<CapLines<B>>,
 }
 
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
-struct CapLines([Limit; CAPPED]);
+struct CapLines<B>([B; CAPPED]);
 
-impl Store for Dense {
-    fn new(pipes: usize) -> Dense {
+impl<B: Bucket> Store<B> for Dense<B> {
+    fn new(pipes: usize) -> Dense<B> {
         Dense {
             queues: vec![QueueLines([EMPTY; QUEUES]); pipes],
             sent: vec![SentLines::default(); pipes],
-            caps: vec![CapLines([Limit::lifted(); CAPPED]); pipes],
+            caps: vec![CapLines([B::lifted(); CAPPED]); pipes],
         }
     }
     #[inline]
@@ -179,7 +219,7 @@ impl Store for Dense {
         &mut self.sent[p].0[i]
     }
     #[inline]
-    fn cap(&mut self, p: usize, i: usize) -> &mut Limit {
+    fn cap(&mut self, p: usize, i: usize) -> &mut B {
         &mut self.caps[p].0[i]
     }
     #[inline]
@@ -192,34 +232,35 @@ impl Store for Dense {
             prefetch(&self.queues[p].0[line * 4]);
             prefetch(&self.sent[p].0[line * 4]);
         }
-        prefetch_lines(&self.caps[p], 5);
+        prefetch_lines(&self.caps[p], CAP_LINES);
     }
 }
 
+/// Lines of a pipe's caps: 12 limits of at most 48 bytes.
+const CAP_LINES: usize = 9;
+
 /// Each queue in a record of two lines of its own, as the tree keeps a leaf:
 /// what an enqueue touches in the first, what a dequeue adds in the second.
-struct Sparse {
-    nodes: Vec<QueueNode>,
+struct Sparse<B> {
+    nodes: Vec<QueueNode<B>>,
 }
 
+/// One line.
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
-struct QueueNode {
-    queue: Queue,
-    _first: [u8; 48],
-    sent: Sent,
-    cap: Limit,
-    _second: [u8; 24],
+struct Line<T>(T);
+
+#[derive(Clone, Copy)]
+struct QueueNode<B> {
+    queue: Line<Queue>,
+    second: Line<(Sent, B)>,
 }
 
-impl Store for Sparse {
-    fn new(pipes: usize) -> Sparse {
+impl<B: Bucket> Store<B> for Sparse<B> {
+    fn new(pipes: usize) -> Sparse<B> {
         let node = QueueNode {
-            queue: EMPTY,
-            _first: [0; 48],
-            sent: Sent::default(),
-            cap: Limit::lifted(),
-            _second: [0; 24],
+            queue: Line(EMPTY),
+            second: Line((Sent::default(), B::lifted())),
         };
         Sparse {
             nodes: vec![node; pipes * QUEUES],
@@ -227,15 +268,15 @@ impl Store for Sparse {
     }
     #[inline]
     fn queue(&mut self, p: usize, i: usize) -> &mut Queue {
-        &mut self.nodes[p * QUEUES + i].queue
+        &mut self.nodes[p * QUEUES + i].queue.0
     }
     #[inline]
     fn sent(&mut self, p: usize, i: usize) -> &mut Sent {
-        &mut self.nodes[p * QUEUES + i].sent
+        &mut self.nodes[p * QUEUES + i].second.0 .0
     }
     #[inline]
-    fn cap(&mut self, p: usize, i: usize) -> &mut Limit {
-        &mut self.nodes[p * QUEUES + i].cap
+    fn cap(&mut self, p: usize, i: usize) -> &mut B {
+        &mut self.nodes[p * QUEUES + i].second.0 .1
     }
     #[inline]
     fn hint_queue(&self, p: usize, i: usize) {
@@ -250,10 +291,10 @@ impl Store for Sparse {
 }
 
 #[derive(Clone, Copy)]
-struct Subport {
+struct Subport<B> {
     head: u32,
     tail: u32,
-    limit: Limit,
+    limit: B,
     queued: u32,
     sent: Sent,
 }
@@ -274,13 +315,14 @@ enum Ahead {
     Grinders,
 }
 
-struct Port<S> {
+struct Port<S, B> {
     slots: Vec<Slot>,
     free: Vec<u32>,
-    pipes: Vec<Pipe>,
+    pipes: Vec<Pipe<B>>,
     cold: Vec<PipeCold>,
     store: S,
-    subports: Vec<Subport>,
+    subports: Vec<Subport<B>>,
+    limit: B,
     pipes_per_subport: usize,
     turn: usize,
     turn_left: i32,
@@ -289,21 +331,26 @@ struct Port<S> {
     ahead: Ahead,
 }
 
-impl<S: Store> Port<S> {
-    fn new(pipes_per_subport: u32, packets: usize, ahead: Ahead) -> Port<S> {
+impl<S: Store<B>, B: Bucket> Port<S, B> {
+    fn new(pipes_per_subport: u32, packets: usize, ahead: Ahead) -> Port<S, B> {
         let n = (SUBPORTS * pipes_per_subport) as usize;
         let pipes = (0..n)
             .map(|p| Pipe {
-                limit: Limit::lifted(),
+                levels: 0,
+                limit: B::lifted(),
+                be_deficit: [0; 4],
+                queued: 0,
+                deficit: 0,
                 next: NIL,
+                be_queued: 0,
+                be_turn: 0,
                 profile: (p % 4) as u8,
-                ..Pipe::default()
             })
             .collect();
         let subport = Subport {
             head: NIL,
             tail: NIL,
-            limit: Limit::lifted(),
+            limit: B::lifted(),
             queued: 0,
             sent: Sent::default(),
         };
@@ -314,6 +361,7 @@ impl<S: Store> Port<S> {
             cold: vec![PipeCold::default(); n],
             store: S::new(n),
             subports: vec![subport; SUBPORTS as usize],
+            limit: B::lifted(),
             pipes_per_subport: pipes_per_subport as usize,
             turn: 0,
             turn_left: SUBPORT_TURN,
@@ -401,6 +449,9 @@ impl<S: Store> Port<S> {
 
     /// The next packet at `now` (picoseconds of the port's byte clock).
     fn dequeue(&mut self, now: u64) -> Option<Packet> {
+        if !self.limit.conforms(now) {
+            return None;
+        }
         let subports = self.subports.len();
         for _ in 0..2 * subports {
             let sp = self.turn;
@@ -466,6 +517,7 @@ impl<S: Store> Port<S> {
         pipe.deficit -= len as i32;
         let subport = &mut self.subports[sp];
         subport.limit.charge(now, len);
+        self.limit.charge(now, len);
         subport.queued -= 1;
         subport.sent.add(len);
         self.turn_left -= len as i32;
@@ -560,7 +612,12 @@ impl<S: Store> Port<S> {
 
 /// The benchmark's loop: bursts of up to 32 dequeued at the port's byte
 /// clock, as many new packets enqueued; `packets` sent.
-fn steady<S: Store>(port: &mut Port<S>, stream: &mut Stream, clock: &mut u64, packets: u64) {
+fn steady<S: Store<B>, B: Bucket>(
+    port: &mut Port<S, B>,
+    stream: &mut Stream,
+    clock: &mut u64,
+    packets: u64,
+) {
     let mut sent = 0;
     while sent < packets {
         let mut got = 0;
@@ -568,7 +625,7 @@ fn steady<S: Store>(port: &mut Port<S>, stream: &mut Stream, clock: &mut u64, pa
             let Some(pkt) = port.dequeue(*clock) else {
                 break;
             };
-            *clock += u64::from(pkt.len) * PS_PER_BYTE;
+            *clock += u64::from(pkt.len) * NS_PER_BYTE;
             black_box(pkt);
             got += 1;
         }
@@ -586,11 +643,11 @@ fn steady<S: Store>(port: &mut Port<S>, stream: &mut Stream, clock: &mut u64, pa
 }
 
 /// CPU ns a packet over `reps` repetitions (sorted) at `queues` queues.
-fn measure<S: Store>(queues: u32, reps: usize, ahead: Ahead) -> (Vec<f64>, u64) {
+fn measure<S: Store<B>, B: Bucket>(queues: u32, reps: usize, ahead: Ahead) -> (Vec<f64>, u64) {
     let pipes_per_subport = (queues / QUEUES as u32 / SUBPORTS).max(1);
     let queues = SUBPORTS * pipes_per_subport * QUEUES as u32;
     let backlog = queues as usize;
-    let mut port = Port::<S>::new(pipes_per_subport, backlog + 4 * BURST, ahead);
+    let mut port = Port::<S, B>::new(pipes_per_subport, backlog + 4 * BURST, ahead);
     let mut stream = Stream::new(queues as usize, 1 << 20);
     for _ in 0..backlog {
         let a = stream.next_arrival();
@@ -611,6 +668,7 @@ fn measure<S: Store>(queues: u32, reps: usize, ahead: Ahead) -> (Vec<f64>, u64) 
 fn main() {
     let mut ahead = Ahead::Pipe;
     let mut sparse = false;
+    let mut exact = false;
     let mut reps = 5;
     let mut sizes = Vec::new();
     let mut args = std::env::args().skip(1);
@@ -618,6 +676,7 @@ fn main() {
         match arg.as_str() {
             "--grinders" => ahead = Ahead::Grinders,
             "--sparse" => sparse = true,
+            "--exact" => exact = true,
             "--reps" => match args.next().and_then(|r| r.parse().ok()) {
                 Some(r) if r > 0 => reps = r,
                 _ => usage(),
@@ -633,10 +692,11 @@ fn main() {
     }
     println!("queues  ns/pkt (median)  Mpps   repetitions");
     for q in sizes {
-        let (ns, drops) = if sparse {
-            measure::<Sparse>(q, reps, ahead)
-        } else {
-            measure::<Dense>(q, reps, ahead)
+        let (ns, drops) = match (sparse, exact) {
+            (false, false) => measure::<Dense<Limit>, Limit>(q, reps, ahead),
+            (true, false) => measure::<Sparse<Limit>, Limit>(q, reps, ahead),
+            (false, true) => measure::<Dense<Gcra>, Gcra>(q, reps, ahead),
+            (true, true) => measure::<Sparse<Gcra>, Gcra>(q, reps, ahead),
         };
         let median = ns[ns.len() / 2];
         println!(
@@ -648,7 +708,7 @@ fn main() {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: pipe_layout [--grinders] [--sparse] [--reps N] [QUEUES ...] (QUEUES at least 64)"
+        "usage: pipe_layout [--grinders] [--sparse] [--exact] [--reps N] [QUEUES ...] (QUEUES at least 64)"
     );
     std::process::exit(2);
 }
