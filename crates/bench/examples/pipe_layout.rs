@@ -447,7 +447,7 @@ impl<S: Store<B>, B: Bucket> Port<S, B> {
         }
     }
 
-    /// The next packet at `now` (picoseconds of the port's byte clock).
+    /// The next packet at `now` (nanoseconds of the port's byte clock).
     fn dequeue(&mut self, now: u64) -> Option<Packet> {
         if !self.limit.conforms(now) {
             return None;
@@ -642,10 +642,26 @@ fn steady<S: Store<B>, B: Bucket>(
     }
 }
 
-/// CPU ns a packet over `reps` repetitions (sorted) at `queues` queues.
+/// `queues` rounded down to whole pipes in every subport.
+fn rounded(queues: u32) -> u32 {
+    queues / (QUEUES as u32 * SUBPORTS) * (QUEUES as u32 * SUBPORTS)
+}
+
+/// The most memory a run may take.
+const MAX_BYTES: u64 = 8 << 30;
+
+/// Bytes a run at `queues` (rounded) takes at most: the largest variant's
+/// pipes and queues, and a slot and its free-list entry for each packet.
+fn bytes_for(queues: u32) -> u64 {
+    let pipe = size_of::<Pipe<Gcra>>() + size_of::<PipeCold>();
+    let queue = size_of::<QueueNode<Gcra>>() + size_of::<Slot>() + size_of::<u32>();
+    u64::from(queues) * (pipe / QUEUES + queue) as u64
+}
+
+/// CPU ns a packet over `reps` repetitions (sorted) at `queues` queues
+/// (rounded).
 fn measure<S: Store<B>, B: Bucket>(queues: u32, reps: usize, ahead: Ahead) -> (Vec<f64>, u64) {
-    let pipes_per_subport = (queues / QUEUES as u32 / SUBPORTS).max(1);
-    let queues = SUBPORTS * pipes_per_subport * QUEUES as u32;
+    let pipes_per_subport = queues / QUEUES as u32 / SUBPORTS;
     let backlog = queues as usize;
     let mut port = Port::<S, B>::new(pipes_per_subport, backlog + 4 * BURST, ahead);
     let mut stream = Stream::new(queues as usize, 1 << 20);
@@ -682,13 +698,21 @@ fn main() {
                 _ => usage(),
             },
             size => match size.parse::<u32>() {
-                Ok(q) if q >= QUEUES as u32 * SUBPORTS => sizes.push(q),
+                Ok(q) if q >= QUEUES as u32 * SUBPORTS => sizes.push(rounded(q)),
                 _ => usage(),
             },
         }
     }
     if sizes.is_empty() {
         sizes = vec![1024, 4096, 65536];
+    }
+    if let Some(&q) = sizes.iter().find(|&&q| bytes_for(q) > MAX_BYTES) {
+        eprintln!(
+            "pipe_layout: {q} queues would take about {} MiB, more than the {} MiB a run may",
+            bytes_for(q) >> 20,
+            MAX_BYTES >> 20
+        );
+        std::process::exit(2);
     }
     println!("queues  ns/pkt (median)  Mpps   repetitions");
     for q in sizes {
