@@ -96,6 +96,7 @@ mod levels;
 mod minq;
 mod node;
 mod nodes;
+mod pipes;
 mod program;
 mod run;
 mod sched;
@@ -122,6 +123,7 @@ pub use discipline::{
 };
 pub use footprint::{Allocation, Footprint, Part};
 use node::{FlowLeaf, Kind, NONE};
+pub use pipes::{PipeError, PipeTree, ShapeError, ShapeProblem};
 use program::NodePacer;
 pub use program::{
     Field, Op, Program, ProgramError, RankProgram, Var, MAX_SLOTS, MAX_STACK, MAX_STATE,

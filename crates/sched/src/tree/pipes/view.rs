@@ -1,0 +1,121 @@
+//! What a [`PipeTree`] shows of its nodes, and the checks of its counts.
+
+use super::{PipeTree, NONE};
+use crate::scheduler::{Backlog, Counters};
+use crate::FlowCore;
+
+impl PipeTree {
+    /// Number of nodes.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Whether the tree has no nodes (never, once built).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
+    /// The counters of node `i`'s subtree (`i` a spec index), as
+    /// [`NodeView::counters`](super::super::NodeView::counters) counts them.
+    ///
+    /// # Panics
+    /// If `i` is not a node index.
+    #[must_use]
+    pub fn node_counters(&self, i: usize) -> Counters {
+        let n = self.place[i] as usize;
+        let (sent, backlog, dropped) = (self.nodes[n].sent, self.nodes[n].backlog, self.drops[n]);
+        Counters {
+            enqueued: sent.packets + dropped.total() + backlog.packets,
+            enqueued_bytes: sent.bytes + dropped.total_bytes() + backlog.bytes,
+            dequeued: sent.packets,
+            dequeued_bytes: sent.bytes,
+            dropped,
+        }
+    }
+
+    /// Packets and bytes queued in node `i`'s subtree.
+    ///
+    /// # Panics
+    /// If `i` is not a node index.
+    #[must_use]
+    pub fn node_backlog(&self, i: usize) -> Backlog {
+        self.nodes[self.place[i] as usize].backlog
+    }
+
+    /// Whether node `i`'s output is held by the shaper.
+    ///
+    /// # Panics
+    /// If `i` is not a node index.
+    #[must_use]
+    pub fn is_throttled(&self, i: usize) -> bool {
+        self.nodes[self.place[i] as usize].throttled
+    }
+
+    /// Checks the counts against each other and against the queues: a leaf's
+    /// backlog against its FIFO, every other node's backlog, sent and dropped
+    /// counts against the sums over its children, the root's against the
+    /// tree's, and each discipline's queued units against its children's
+    /// flags.
+    ///
+    /// # Panics
+    /// On the first count that disagrees.
+    pub fn check_invariants(&self) {
+        self.pool.check_invariants(self.fifos.iter());
+        for n in 0..self.order.len() as u32 {
+            self.check_node(n);
+        }
+        let root = &self.nodes[0];
+        assert_eq!(root.backlog, self.backlog, "root backlog");
+        assert_eq!(root.sent.packets, self.counters.dequeued, "root sent");
+        let root_drops = self.drops[0].total();
+        let unclassified = self.counters.dropped.packets[crate::DropReason::Unclassified.index()];
+        assert_eq!(
+            root_drops + unclassified,
+            self.counters.dropped.total(),
+            "root drops"
+        );
+    }
+
+    fn check_node(&self, n: u32) {
+        let node = &self.nodes[n as usize];
+        let name = &self.spec.nodes[self.order[n as usize] as usize].name;
+        assert!(
+            !(node.active && node.throttled),
+            "{name}: active and throttled"
+        );
+        if node.parent != NONE && node.active {
+            assert!(self.has_head(n), "{name}: active with nothing to send");
+        }
+        if n >= self.leaves_at {
+            let fifo = &self.fifos[(n - self.leaves_at) as usize];
+            let queued = Backlog {
+                packets: u64::from(fifo.len()),
+                bytes: fifo.bytes(),
+            };
+            assert_eq!(node.backlog, queued, "{name}: backlog against its FIFO");
+            return;
+        }
+        let first = self.first_child[n as usize];
+        let children = self.spec.children(self.order[n as usize] as usize).count() as u32;
+        let mut sum = (Backlog::default(), Backlog::default(), 0u64);
+        for c in first..first + children {
+            let child = &self.nodes[c as usize];
+            assert_eq!(child.parent, n, "{name}: child {c}'s parent");
+            sum.0.packets += child.backlog.packets;
+            sum.0.bytes += child.backlog.bytes;
+            sum.1.packets += child.sent.packets;
+            sum.1.bytes += child.sent.bytes;
+            sum.2 += self.drops[c as usize].total();
+        }
+        assert_eq!(node.backlog, sum.0, "{name}: backlog against its children");
+        assert_eq!(node.sent, sum.1, "{name}: sent against its children");
+        assert_eq!(self.drops[n as usize].total(), sum.2, "{name}: drops");
+        if n >= self.pipes_at {
+            self.ets[(n - self.pipes_at) as usize].check_invariants();
+        } else {
+            self.drr[n as usize].check_invariants();
+        }
+    }
+}
