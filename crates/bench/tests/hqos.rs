@@ -154,11 +154,54 @@ fn eiffel_gives_the_fluid_shares_under_overload() {
 #[test]
 fn throughput_runs_keep_every_packet() {
     let h = load(&example()).expect("example");
-    let e = throughput(Arch::Eiffel, &h, 16, 20_000, 2)
-        .expect("run")
-        .expect("eiffel");
-    assert_eq!(e.drops, 0);
-    assert_eq!(e.ns_per_packet.len(), 2);
+    for arch in [Arch::Eiffel, Arch::EiffelPipes] {
+        let e = throughput(arch, &h, 16, 20_000, 2)
+            .expect("run")
+            .expect("eiffel");
+        assert_eq!(e.drops, 0, "{arch:?}");
+        assert_eq!(e.ns_per_packet.len(), 2, "{arch:?}");
+    }
+}
+
+/// The pipe executor against the policy tree on the 64K-queue hierarchy of
+/// the throughput runs (large enough that both prefetch), limits as the
+/// file gives them and lifted: the same packets in the same order.
+#[test]
+fn the_pipe_executor_sends_what_the_tree_sends_at_64k_queues() {
+    use eiffel_sched::tree::PipeTree;
+    use eiffel_sched::{Packet, PolicyTree, Scheduler};
+    use rand::{rngs::SmallRng, Rng, SeedableRng};
+
+    let file = load(&example()).expect("example");
+    for h in [file.clone(), file.lifted()] {
+        let (spec, leaves) = h.tree_spec(4, 1024, 70_000);
+        let mut tree = PolicyTree::new(spec.clone()).expect("tree");
+        let mut pipes = PipeTree::new(spec).expect("the hierarchy has the shape");
+        let mut rng = SmallRng::seed_from_u64(17);
+        let (mut now, mut sent) = (0u64, 0u64);
+        for round in 0..3_000u64 {
+            let burst: Vec<Packet> = (0..32)
+                .map(|k| {
+                    let q = rng.gen_range(0..leaves.len());
+                    let mut p = Packet::new(q as u32, rng.gen_range(64..=1500)).class(leaves[q]);
+                    p.buffer = (round * 32 + k) as u32;
+                    p
+                })
+                .collect();
+            let a = tree.enqueue_burst(&burst, now, |_| {});
+            let b = pipes.enqueue_burst(&burst, now, |_| {});
+            assert_eq!(a, b, "round {round}: queued");
+            for _ in 0..rng.gen_range(0..40) {
+                let (x, y) = (tree.dequeue(now), pipes.dequeue(now));
+                assert_eq!(x.map(|p| p.buffer), y.map(|p| p.buffer), "round {round}");
+                sent += u64::from(x.is_some());
+            }
+            now += rng.gen_range(0..200_000);
+        }
+        assert!(sent > 30_000, "{sent} sent");
+        assert_eq!(tree.counters(), pipes.counters());
+        pipes.check_invariants();
+    }
 }
 
 #[cfg(feature = "dpdk")]

@@ -147,6 +147,13 @@ impl<A: Clone + Default> DrrCore<A> {
         f.head_len = next_len;
     }
 
+    /// The flow whose turn follows the current one's, if another is queued.
+    #[inline]
+    pub(crate) fn second(&self) -> Option<u32> {
+        let head = self.flows.record_checked(self.head)?;
+        (head.core.next != NIL).then_some(head.core.next)
+    }
+
     #[inline]
     fn push_back(&mut self, f: u32) {
         self.flows[f].next = NIL;

@@ -533,6 +533,12 @@ impl<S: FlowRecord, A> FlowTable<S, A> {
         self.records.get_mut(flow as usize)
     }
 
+    /// The whole record of `flow`, if `flow` is in range.
+    #[inline(always)]
+    pub(crate) fn record_checked(&self, flow: FlowId) -> Option<&Record<S, A>> {
+        self.records.get(flow as usize)
+    }
+
     /// The whole record of `flow`, mutably: one lookup for the core's state and
     /// the attached value.
     #[inline(always)]

@@ -4,7 +4,8 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use eiffel_sched::{ClassId, Nanos, Packet, PolicyTree, Scheduler};
+use eiffel_sched::tree::PipeTree;
+use eiffel_sched::{ClassId, Dropped, Nanos, Packet, PolicyTree, Scheduler};
 
 use super::hierarchy::Hierarchy;
 use super::shares::{Served, Window};
@@ -75,17 +76,81 @@ impl PortClock {
 /// [`PortClock::now`] counts the gap as time the process did not run.
 pub const MAX_LAG: Duration = Duration::from_millis(1);
 
+/// Which of Eiffel's executors runs the hierarchy's tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Executor {
+    /// The general policy tree.
+    Tree,
+    /// The executor for `drr` levels over `ets` pipes over FIFO leaves.
+    Pipes,
+}
+
+/// The tree, run by one of the executors.
+enum Exec {
+    Tree(Box<PolicyTree>),
+    Pipes(Box<PipeTree>),
+}
+
+impl Exec {
+    #[inline]
+    fn enqueue(&mut self, pkt: Packet, now: Nanos) -> Result<(), Dropped> {
+        match self {
+            Exec::Tree(t) => t.enqueue(pkt, now),
+            Exec::Pipes(t) => t.enqueue(pkt, now),
+        }
+    }
+
+    #[inline]
+    fn enqueue_burst(&mut self, pkts: &[Packet], now: Nanos, dropped: impl FnMut(Dropped)) {
+        match self {
+            Exec::Tree(t) => t.enqueue_burst(pkts, now, dropped),
+            Exec::Pipes(t) => t.enqueue_burst(pkts, now, dropped),
+        };
+    }
+
+    #[inline]
+    fn dequeue(&mut self, now: Nanos) -> Option<Packet> {
+        match self {
+            Exec::Tree(t) => t.dequeue(now),
+            Exec::Pipes(t) => t.dequeue(now),
+        }
+    }
+
+    fn backlog(&self) -> eiffel_sched::Backlog {
+        match self {
+            Exec::Tree(t) => t.backlog(),
+            Exec::Pipes(t) => t.backlog(),
+        }
+    }
+
+    fn check_invariants(&self) {
+        match self {
+            Exec::Tree(t) => t.check_invariants(),
+            Exec::Pipes(t) => t.check_invariants(),
+        }
+    }
+}
+
 /// The tree of a hierarchy and the leaf of every queue.
 struct Port {
-    tree: PolicyTree,
+    tree: Exec,
     leaves: Vec<ClassId>,
     drops: u64,
 }
 
 impl Port {
-    fn new(h: &Hierarchy, subports: u32, pipes: u32, capacity: u32) -> Result<Port, BenchError> {
+    fn new(
+        h: &Hierarchy,
+        subports: u32,
+        pipes: u32,
+        capacity: u32,
+        executor: Executor,
+    ) -> Result<Port, BenchError> {
         let (spec, leaves) = h.tree_spec(subports, pipes, capacity);
-        let tree = PolicyTree::new(spec)?;
+        let tree = match executor {
+            Executor::Tree => Exec::Tree(Box::new(PolicyTree::new(spec)?)),
+            Executor::Pipes => Exec::Pipes(Box::new(PipeTree::new(spec)?)),
+        };
         Ok(Port {
             tree,
             leaves,
@@ -126,8 +191,9 @@ pub fn throughput(
     subports: u32,
     pipes: u32,
     run_spec: Run,
+    executor: Executor,
 ) -> Result<Outcome, BenchError> {
-    let mut bench = Bench::new(h, subports, pipes, run_spec.backlog)?;
+    let mut bench = Bench::new(h, subports, pipes, run_spec.backlog, executor)?;
     let (cpu, wall, huge_bytes) = super::repeat(&mut bench, run_spec);
     Ok(bench.outcome(cpu, wall, huge_bytes))
 }
@@ -148,9 +214,10 @@ impl Bench {
         subports: u32,
         pipes: u32,
         backlog: usize,
+        executor: Executor,
     ) -> Result<Bench, BenchError> {
         let queues = Hierarchy::queues(subports, pipes);
-        let mut port = Port::new(h, subports, pipes, (backlog + 2 * BURST) as u32)?;
+        let mut port = Port::new(h, subports, pipes, (backlog + 2 * BURST) as u32, executor)?;
         let mut stream = Stream::new(queues, super::STREAM_LEN);
         for _ in 0..backlog {
             let _ = port.offer(&mut stream, 0);
@@ -223,7 +290,7 @@ pub fn shares(h: &Hierarchy, window: Window) -> Result<Served, BenchError> {
     let pipes = h.profiles.len() as u32;
     let queues = Hierarchy::queues(1, pipes);
     let capacity = queues as u32 * u32::from(*h.qsize.iter().max().unwrap_or(&64));
-    let mut port = Port::new(h, 1, pipes, capacity)?;
+    let mut port = Port::new(h, 1, pipes, capacity, Executor::Tree)?;
     let mut stream = Stream::new(queues, super::STREAM_LEN);
     let mut served = Served::new(queues);
     let mut clock = PortClock::new(h.port_bytes_per_sec());

@@ -60,6 +60,7 @@ use serde::Serialize;
 use crate::clock::{ClockAround, CpuInstant};
 use crate::report::{fmt_f, print_results, Table};
 use crate::{BenchError, CommonOpts};
+use eiffel::Executor;
 use hierarchy::Hierarchy;
 pub use pages::Pages;
 use shares::{Served, ShareRow, Window, TOLERANCE};
@@ -128,6 +129,9 @@ pub struct HqosOpts {
 pub enum Arch {
     /// Eiffel's policy tree.
     Eiffel,
+    /// Eiffel's executor for `drr` levels over `ets` pipes over FIFO leaves
+    /// (`PipeTree`), on the same tree.
+    EiffelPipes,
     /// DPDK's rte_sched.
     RteSched,
 }
@@ -319,7 +323,10 @@ pub fn throughput_on(
         pages,
     };
     match arch {
-        Arch::Eiffel => eiffel::throughput(&lifted, SUBPORTS, pipes, run).map(Some),
+        Arch::Eiffel => eiffel::throughput(&lifted, SUBPORTS, pipes, run, Executor::Tree).map(Some),
+        Arch::EiffelPipes => {
+            eiffel::throughput(&lifted, SUBPORTS, pipes, run, Executor::Pipes).map(Some)
+        }
         Arch::RteSched => rte_sched_throughput(&lifted, pipes, run),
     }
 }
@@ -442,7 +449,17 @@ fn measure(
     match only {
         Some(Arch::Eiffel) => Ok(one(
             None,
-            Some(eiffel::throughput(h, SUBPORTS, pipes, run)?),
+            Some(eiffel::throughput(h, SUBPORTS, pipes, run, Executor::Tree)?),
+        )),
+        Some(Arch::EiffelPipes) => Ok(one(
+            None,
+            Some(eiffel::throughput(
+                h,
+                SUBPORTS,
+                pipes,
+                run,
+                Executor::Pipes,
+            )?),
         )),
         Some(Arch::RteSched) => Ok(one(rte_sched_throughput(h, pipes, run)?, None)),
         None => paired(h, pipes, run),
@@ -458,7 +475,7 @@ fn measure(
 /// the pairs' ratios.
 #[cfg(feature = "dpdk")]
 fn paired(h: &Hierarchy, pipes: u32, run: Run) -> Result<Measured, BenchError> {
-    let mut eiffel = eiffel::Bench::new(h, SUBPORTS, pipes, run.backlog)?;
+    let mut eiffel = eiffel::Bench::new(h, SUBPORTS, pipes, run.backlog, Executor::Tree)?;
     dpdk::with_port(h, SUBPORTS, pipes, run.backlog, |rte| {
         let huge_bytes = run.pages.apply();
         let sides: [&mut dyn Repeat; 2] = [rte, &mut eiffel];
@@ -545,7 +562,11 @@ pub fn run(opts: &HqosOpts) -> Result<(), BenchError> {
             .map(|d| record("rte_sched", pipes, d, packets, backlog));
         records.extend(dr);
         if let Some(e) = &m.eiffel {
-            let mut er = record("eiffel", pipes, e, packets, backlog);
+            let arch = match opts.only {
+                Some(Arch::EiffelPipes) => "eiffel-pipes",
+                _ => "eiffel",
+            };
+            let mut er = record(arch, pipes, e, packets, backlog);
             er.speedup = m.speedup;
             records.push(er);
         }

@@ -1,38 +1,27 @@
 //! The packet path of a [`PipeTree`]: the general tree's enqueue, dequeue and
 //! shaping, step for step, with each level's discipline known from its depth.
 
-use super::super::shaper::{Throttled, UNIT_NODE};
-use super::{Head, PipeTree, NONE};
+use eiffel_queue::prefetch;
+
+use super::super::shaper::{Gcra, Throttled, UNIT_NODE};
+use super::{Head, Link, PipeTree, NONE};
 use crate::packet::{Nanos, Packet};
-use crate::scheduler::{Backlog, Counters, DropReason, Dropped, Scheduler};
+use crate::scheduler::{DropReason, Dropped};
 use crate::FlowCore;
 
 /// What a dequeue's unwinding carries up from the child that sent: the
 /// child's unit, its next packet, and the unit the parent serves next
-/// (`None`: nothing is queued there; a leaf passes its own next packet).
+/// (`None`: nothing is queued there).
 #[derive(Clone, Copy, Debug)]
 struct Below {
     unit: u32,
     head: Option<Head>,
-    after: After,
-}
-
-#[derive(Clone, Copy, Debug)]
-enum After {
-    Unit(u32),
-    Empty,
-    Own,
-}
-
-impl After {
-    fn of(unit: Option<u32>) -> After {
-        unit.map_or(After::Empty, After::Unit)
-    }
+    after: Option<u32>,
 }
 
 impl PipeTree {
     #[inline(always)]
-    fn is_leaf(&self, n: u32) -> bool {
+    pub(super) fn is_leaf(&self, n: u32) -> bool {
         n >= self.leaves_at
     }
 
@@ -41,11 +30,63 @@ impl PipeTree {
         n >= self.pipes_at && n < self.leaves_at
     }
 
+    /// Node `n`'s place and flags.
+    #[inline(always)]
+    pub(super) fn link(&self, n: u32) -> Link {
+        if self.is_leaf(n) {
+            let l = &self.leaves[(n - self.leaves_at) as usize];
+            Link {
+                parent: l.parent,
+                slot: l.slot,
+                active: l.active,
+                throttled: l.throttled,
+            }
+        } else {
+            let x = &self.nodes[n as usize];
+            Link {
+                parent: x.parent,
+                slot: x.slot,
+                active: x.active,
+                throttled: x.throttled,
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn set_active(&mut self, n: u32, active: bool) {
+        if self.is_leaf(n) {
+            self.leaves[(n - self.leaves_at) as usize].active = active;
+        } else {
+            self.nodes[n as usize].active = active;
+        }
+    }
+
+    #[inline(always)]
+    fn set_throttled(&mut self, n: u32, throttled: bool) {
+        if self.is_leaf(n) {
+            self.leaves[(n - self.leaves_at) as usize].throttled = throttled;
+        } else {
+            self.nodes[n as usize].throttled = throttled;
+        }
+    }
+
+    /// Node `n`'s limit, if it has one.
+    #[inline(always)]
+    fn limit(&self, n: u32) -> Option<&Gcra> {
+        if self.is_leaf(n) {
+            let l = &self.leaves[(n - self.leaves_at) as usize];
+            l.limited.then_some(&l.limit)
+        } else {
+            let x = &self.nodes[n as usize];
+            x.limited.then_some(&x.limit)
+        }
+    }
+
     /// Whether node `n` has a packet it could send (ignoring its own throttle).
     #[inline]
     pub(super) fn has_head(&self, n: u32) -> bool {
         if self.is_leaf(n) {
-            !self.fifos[(n - self.leaves_at) as usize].is_empty()
+            !self.leaves[(n - self.leaves_at) as usize].fifo.is_empty()
         } else if self.is_pipe(n) {
             !self.ets[(n - self.pipes_at) as usize].is_empty()
         } else {
@@ -53,7 +94,7 @@ impl PipeTree {
         }
     }
 
-    /// The unit node `n` (internal) serves next.
+    /// The unit node `n` (not a leaf) serves next.
     #[inline(always)]
     fn select(&mut self, n: u32) -> Option<u32> {
         if self.is_pipe(n) {
@@ -70,7 +111,7 @@ impl PipeTree {
             let u = self.select(n)?;
             n = self.first_child[n as usize] + u;
         }
-        let fifo = &self.fifos[(n - self.leaves_at) as usize];
+        let fifo = &self.leaves[(n - self.leaves_at) as usize].fifo;
         Some(Head {
             slot: self.pool.front_slot(fifo)?,
             len: fifo.front_len(),
@@ -82,33 +123,35 @@ impl PipeTree {
     /// the shaper's precision.
     #[inline]
     fn hold(&self, n: u32, now: Nanos) -> Option<Nanos> {
-        let limit = &self.limits[n as usize];
-        (self.nodes[n as usize].limited && !limit.conforms(now.saturating_add(self.slack)))
-            .then(|| limit.release_time())
+        let limit = self.limit(n)?;
+        (!limit.conforms(now.saturating_add(self.slack))).then(|| limit.release_time())
     }
 
     /// Files node `n` in the shaper until `at`, out of its parent's queue.
+    #[cold]
     fn throttle_node(&mut self, n: u32, now: Nanos, at: Nanos) {
         let unit = Throttled {
             node: self.order[n as usize],
             flow: UNIT_NODE,
         };
         let handle = self.shaper.throttle(now, at, unit);
-        self.nodes[n as usize].throttled = true;
+        self.set_throttled(n, true);
         self.filed[n as usize] = Some((handle, at));
     }
 
     /// Node `start` may have become able to send: activates it in its
     /// parent with its next packet's length, and so on up to the root.
+    #[inline]
     fn propagate(&mut self, start: u32, now: Nanos) {
+        self.ahead = NONE;
         let mut cur = start;
         loop {
-            let node = self.nodes[cur as usize];
-            if node.throttled {
+            let link = self.link(cur);
+            if link.throttled {
                 // A `drr` or `ets` node's units come back by themselves.
                 return;
             }
-            if node.parent == NONE {
+            if link.parent == NONE {
                 if self.has_head(cur) {
                     if let Some(at) = self.hold(cur, now) {
                         self.throttle_node(cur, now, at);
@@ -116,7 +159,7 @@ impl PipeTree {
                 }
                 return;
             }
-            if node.active || !self.has_head(cur) {
+            if link.active || !self.has_head(cur) {
                 // Neither discipline reorders on an arrival behind a head.
                 return;
             }
@@ -125,9 +168,9 @@ impl PipeTree {
                 return;
             }
             let head = self.descend(cur).expect("a node that may send has a head");
-            self.activate(node.parent, node.slot, head.len);
-            self.nodes[cur as usize].active = true;
-            cur = node.parent;
+            self.activate(link.parent, link.slot, head.len);
+            self.set_active(cur, true);
+            cur = link.parent;
         }
     }
 
@@ -141,19 +184,25 @@ impl PipeTree {
     }
 
     /// Releases every throttled node whose time has come.
+    #[inline]
     fn release_due(&mut self, now: Nanos) {
         while let Some(t) = self.shaper.pop_due(now) {
-            let n = self.place[t.node as usize];
-            self.nodes[n as usize].throttled = false;
-            self.filed[n as usize] = None;
-            if let Some(at) = self.hold(n, now) {
-                // Filed beyond the horizon, released early: file it again.
-                self.throttle_node(n, now, at);
-                continue;
-            }
-            if self.descend(n).is_some() {
-                self.propagate(n, now);
-            }
+            self.release(self.place[t.node as usize], now);
+        }
+    }
+
+    #[cold]
+    fn release(&mut self, n: u32, now: Nanos) {
+        self.ahead = NONE;
+        self.set_throttled(n, false);
+        self.filed[n as usize] = None;
+        if let Some(at) = self.hold(n, now) {
+            // Filed beyond the horizon, released early: file it again.
+            self.throttle_node(n, now, at);
+            return;
+        }
+        if self.descend(n).is_some() {
+            self.propagate(n, now);
         }
     }
 
@@ -165,16 +214,165 @@ impl PipeTree {
             let d = &mut self.drops[cur as usize];
             d.packets[reason.index()] += 1;
             d.bytes[reason.index()] += u64::from(pkt.len);
-            cur = self.nodes[cur as usize].parent;
+            cur = self.link(cur).parent;
         }
         self.counters.drop_packet(pkt, reason)
     }
 
     /// The leaf position `class` names, if it names a leaf.
-    #[inline]
+    #[inline(always)]
     fn leaf_at(&self, class: u32) -> Option<u32> {
         let n = *self.place.get(class as usize)?;
         self.is_leaf(n).then_some(n)
+    }
+
+    /// Queues `pkt`; see [`Scheduler::enqueue`](crate::Scheduler::enqueue).
+    #[inline]
+    pub(super) fn enqueue_one(&mut self, pkt: Packet, now: Nanos) -> Result<(), Dropped> {
+        self.counters.on_enqueue(pkt.len);
+        let Some(leaf) = self.leaf_at(pkt.class) else {
+            return Err(self.counters.drop_packet(pkt, DropReason::Unclassified));
+        };
+        if pkt.len > self.spec.mtu {
+            return Err(self.refuse(leaf, pkt, DropReason::TooLarge));
+        }
+        let l = &mut self.leaves[(leaf - self.leaves_at) as usize];
+        if l.fifo.len() >= l.capacity {
+            return Err(self.refuse(leaf, pkt, DropReason::LeafFull));
+        }
+        if self.pool.push_back(&mut l.fifo, pkt).is_err() {
+            return Err(self.refuse(leaf, pkt, DropReason::QueueFull));
+        }
+        let len = u64::from(pkt.len);
+        let mut cur = l.parent;
+        while cur != NONE {
+            let node = &mut self.nodes[cur as usize];
+            node.backlog.packets += 1;
+            node.backlog.bytes += len;
+            cur = node.parent;
+        }
+        self.backlog.packets += 1;
+        self.backlog.bytes += len;
+        self.ahead = NONE;
+        let l = &self.leaves[(leaf - self.leaves_at) as usize];
+        if !l.active && !l.throttled {
+            self.propagate(leaf, now);
+        }
+        Ok(())
+    }
+
+    /// [`Scheduler::enqueue`](crate::Scheduler::enqueue) of many packets at
+    /// `now`: each dropped one is passed to `dropped`; returns how many were
+    /// queued. In a tree larger than the cache, the leaf, its FIFO's tail and
+    /// its pipe are fetched a few packets ahead.
+    pub fn enqueue_burst(
+        &mut self,
+        pkts: &[Packet],
+        now: Nanos,
+        mut dropped: impl FnMut(Dropped),
+    ) -> usize {
+        const GAP: usize = 2;
+        let mut queued = 0;
+        let mut offer = |tree: &mut PipeTree, pkt: &Packet| match tree.enqueue_one(*pkt, now) {
+            Ok(()) => queued += 1,
+            Err(d) => dropped(d),
+        };
+        if !self.prefetching {
+            for pkt in pkts {
+                offer(self, pkt);
+            }
+            return queued;
+        }
+        for k in 0..pkts.len() + 2 * GAP {
+            if let Some(p) = pkts.get(k) {
+                if let Some(leaf) = self.leaf_at(p.class) {
+                    prefetch(&self.leaves[(leaf - self.leaves_at) as usize]);
+                }
+            }
+            if let Some(p) = k.checked_sub(GAP).and_then(|i| pkts.get(i)) {
+                self.prefetch_path(p);
+            }
+            if let Some(p) = k.checked_sub(2 * GAP).and_then(|i| pkts.get(i)) {
+                offer(self, p);
+            }
+        }
+        queued
+    }
+
+    /// Hints the tail slot of `pkt`'s leaf and its pipe's lines.
+    #[inline]
+    fn prefetch_path(&self, pkt: &Packet) {
+        let Some(leaf) = self.leaf_at(pkt.class) else {
+            return;
+        };
+        let l = &self.leaves[(leaf - self.leaves_at) as usize];
+        self.pool.prefetch_tail(&l.fifo);
+        prefetch(&self.nodes[l.parent as usize]);
+        prefetch(&self.ets[(l.parent - self.pipes_at) as usize]);
+    }
+
+    /// Takes the next packet; see [`Scheduler::dequeue`](crate::Scheduler::dequeue).
+    #[inline]
+    pub(super) fn dequeue_one(&mut self, now: Nanos) -> Option<Packet> {
+        self.release_due(now);
+        let mut n = core::mem::replace(&mut self.ahead, NONE);
+        if n == NONE {
+            if self.nodes[0].throttled || !self.has_head(0) {
+                return None;
+            }
+            n = 0;
+            while !self.is_leaf(n) {
+                let u = self.select(n).expect("a node with a head has a unit");
+                n = self.first_child[n as usize] + u;
+            }
+        }
+        let pkt = self.send_leaf(n, now);
+        self.counters.on_dequeue(pkt.len);
+        self.backlog.packets -= 1;
+        self.backlog.bytes -= u64::from(pkt.len);
+        Some(pkt)
+    }
+
+    /// Takes leaf `n`'s head and unwinds the send to the root.
+    #[inline(always)]
+    fn send_leaf(&mut self, n: u32, now: Nanos) -> Packet {
+        let slack = self.slack;
+        let l = &mut self.leaves[(n - self.leaves_at) as usize];
+        let pkt = if self.prefetching {
+            self.pool.pop_front_ahead(&mut l.fifo)
+        } else {
+            self.pool.pop_front(&mut l.fifo)
+        };
+        let pkt = pkt.expect("a leaf with a head has a packet");
+        l.sent.packets += 1;
+        l.sent.bytes += u64::from(pkt.len);
+        let held = l.limited && l.limit.send_then_held(now, pkt.len, slack);
+        let (parent, slot) = (l.parent, l.slot);
+        let next = match self.pool.front_slot(&l.fifo) {
+            Some(_) if held => {
+                let at = l.limit.release_time();
+                self.throttle_node(n, now, at);
+                None
+            }
+            Some(s) => Some(Head {
+                slot: s,
+                len: l.fifo.front_len(),
+                leaf: n,
+            }),
+            None => None,
+        };
+        if next.is_none() {
+            self.leaves[(n - self.leaves_at) as usize].active = false;
+        }
+        let p = &mut self.ets[(parent - self.pipes_at) as usize];
+        let after = p.served_select(slot, next.map(|h| h.len));
+        let below = Below {
+            unit: slot,
+            head: next,
+            after,
+        };
+        self.unwind(parent, &pkt, below, now);
+        pkt
     }
 
     /// Node `c` sent; `below` is what its child passed up. Its next packet,
@@ -192,26 +390,45 @@ impl PipeTree {
             return None;
         }
         if held {
-            let at = self.limits[c as usize].release_time();
+            let at = self.nodes[c as usize].limit.release_time();
             self.throttle_node(c, now, at);
             return None;
         }
-        let u = match below.after {
-            After::Unit(u) => u,
-            After::Own => return below.head,
-            After::Empty => return None,
-        };
+        let u = below.after?;
         if u == below.unit && below.head.is_some() {
             return below.head;
         }
-        self.descend(self.first_child[c as usize] + u)
+        let pick = self.first_child[c as usize] + u;
+        if self.prefetching && !self.is_pipe(c) && self.is_pipe(pick) {
+            self.prefetch_turn(c, pick);
+        }
+        self.descend(pick)
     }
 
-    /// Unwinds the dequeue of `pkt` from `leaf` up to the root.
+    /// `drr` node `c` turned to pipe `pick`: hints the leaves `pick` has
+    /// queued, which send next, and the lines of the pipe after it.
+    #[inline]
+    fn prefetch_turn(&self, c: u32, pick: u32) {
+        let mut queued = self.ets[(pick - self.pipes_at) as usize].queued_units();
+        let first = self.first_child[pick as usize] - self.leaves_at;
+        while queued != 0 {
+            let u = queued.trailing_zeros();
+            queued &= queued - 1;
+            if let Some(l) = self.leaves.get((first + u) as usize) {
+                prefetch(l);
+            }
+        }
+        if let Some(u) = self.drr[c as usize].second() {
+            let after = self.first_child[c as usize] + u;
+            prefetch(&self.nodes[after as usize]);
+            prefetch(&self.ets[(after - self.pipes_at) as usize]);
+        }
+    }
+
+    /// Unwinds a send through node `c` (not a leaf) up to the root.
     #[inline(always)]
-    fn unwind(&mut self, leaf: u32, pkt: &Packet, mut below: Below, now: Nanos) {
+    fn unwind(&mut self, mut c: u32, pkt: &Packet, mut below: Below, now: Nanos) {
         let len = u64::from(pkt.len);
-        let mut c = leaf;
         loop {
             let node = &mut self.nodes[c as usize];
             node.sent.packets += 1;
@@ -219,12 +436,12 @@ impl PipeTree {
             node.backlog.packets -= 1;
             node.backlog.bytes -= len;
             let (parent, slot, left) = (node.parent, node.slot, node.backlog.packets);
-            let held =
-                node.limited && self.limits[c as usize].send_then_held(now, pkt.len, self.slack);
+            let held = node.limited && node.limit.send_then_held(now, pkt.len, self.slack);
             let next = self.next_head(c, below, left, held, now);
             if parent == NONE {
                 if let Some(h) = next {
-                    eiffel_queue::prefetch(self.pool.at(h.slot));
+                    prefetch(self.pool.at(h.slot));
+                    self.ahead = h.leaf;
                 }
                 return;
             }
@@ -240,112 +457,9 @@ impl PipeTree {
             below = Below {
                 unit: slot,
                 head: next,
-                after: After::of(after),
+                after,
             };
             c = parent;
         }
-    }
-
-    /// [`Scheduler::enqueue`] of many packets at `now`: each dropped one is
-    /// passed to `dropped`; returns how many were queued.
-    pub fn enqueue_burst(
-        &mut self,
-        pkts: &[Packet],
-        now: Nanos,
-        mut dropped: impl FnMut(Dropped),
-    ) -> usize {
-        let mut queued = 0;
-        for pkt in pkts {
-            match self.enqueue(*pkt, now) {
-                Ok(()) => queued += 1,
-                Err(d) => dropped(d),
-            }
-        }
-        queued
-    }
-}
-
-impl Scheduler for PipeTree {
-    fn enqueue(&mut self, pkt: Packet, now: Nanos) -> Result<(), Dropped> {
-        self.counters.on_enqueue(pkt.len);
-        let Some(leaf) = self.leaf_at(pkt.class) else {
-            return Err(self.counters.drop_packet(pkt, DropReason::Unclassified));
-        };
-        if pkt.len > self.spec.mtu {
-            return Err(self.refuse(leaf, pkt, DropReason::TooLarge));
-        }
-        let l = (leaf - self.leaves_at) as usize;
-        if self.fifos[l].len() >= self.capacity[l] {
-            return Err(self.refuse(leaf, pkt, DropReason::LeafFull));
-        }
-        if self.pool.push_back(&mut self.fifos[l], pkt).is_err() {
-            return Err(self.refuse(leaf, pkt, DropReason::QueueFull));
-        }
-        let len = u64::from(pkt.len);
-        let mut cur = leaf;
-        while cur != NONE {
-            let node = &mut self.nodes[cur as usize];
-            node.backlog.packets += 1;
-            node.backlog.bytes += len;
-            cur = node.parent;
-        }
-        self.backlog.packets += 1;
-        self.backlog.bytes += len;
-        self.propagate(leaf, now);
-        Ok(())
-    }
-
-    fn dequeue(&mut self, now: Nanos) -> Option<Packet> {
-        self.release_due(now);
-        if self.nodes[0].throttled || !self.has_head(0) {
-            return None;
-        }
-        let mut n = 0;
-        while !self.is_leaf(n) {
-            let u = self.select(n).expect("a node with a head has a unit");
-            n = self.first_child[n as usize] + u;
-        }
-        let fifo = &mut self.fifos[(n - self.leaves_at) as usize];
-        let pkt = self
-            .pool
-            .pop_front(fifo)
-            .expect("a leaf with a head has a packet");
-        let head = self.pool.front_slot(fifo).map(|slot| Head {
-            slot,
-            len: fifo.front_len(),
-            leaf: n,
-        });
-        let below = Below {
-            unit: NONE,
-            head,
-            after: After::Own,
-        };
-        self.unwind(n, &pkt, below, now);
-        self.counters.on_dequeue(pkt.len);
-        self.backlog.packets -= 1;
-        self.backlog.bytes -= u64::from(pkt.len);
-        Some(pkt)
-    }
-
-    fn next_ready(&self, now: Nanos) -> Option<Nanos> {
-        if self.backlog.packets == 0 {
-            return None;
-        }
-        if !self.nodes[0].throttled && self.has_head(0) {
-            return Some(now);
-        }
-        self.shaper.next_due()
-    }
-
-    fn backlog(&self) -> Backlog {
-        self.backlog
-    }
-
-    fn counters(&self) -> &Counters {
-        &self.counters
-    }
-
-    fn name(&self) -> &'static str {
-        "pipe-tree"
     }
 }

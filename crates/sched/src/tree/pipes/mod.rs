@@ -24,9 +24,9 @@ use super::ets::Ets;
 use super::shaper::{Gcra, Shaper};
 use super::spec::TreeSpec;
 use super::txn::Unit;
-use crate::packet::{ClassId, Nanos};
+use crate::packet::{ClassId, Nanos, Packet};
 use crate::pool::{Fifo, PacketPool};
-use crate::scheduler::{Backlog, ConfigError, Counters, DropCounts};
+use crate::scheduler::{Backlog, ConfigError, Counters, DropCounts, Dropped, Scheduler};
 use crate::DrrCore;
 use crate::FlowCore;
 
@@ -47,8 +47,10 @@ pub enum PipeError {
     Shape(#[from] ShapeError),
 }
 
-/// What a packet's path reads and writes of a node.
-#[derive(Clone, Copy, Debug, Default)]
+/// A `drr` node or a pipe: what a packet's path reads and writes of it, in
+/// two cache lines with its limit.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
 struct Node {
     parent: u32,
     /// Its unit index at its parent.
@@ -57,10 +59,38 @@ struct Node {
     active: bool,
     /// Filed in the shaper, out of its parent's queue.
     throttled: bool,
-    /// Whether its limit applies.
+    /// Whether `limit` applies.
     limited: bool,
     backlog: Backlog,
     sent: Backlog,
+    limit: Gcra,
+}
+
+/// A leaf: its FIFO (which is its backlog), links and flags in its first
+/// line, its limit and sent counts in the second.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+struct Leaf {
+    fifo: Fifo,
+    /// Its pipe's position.
+    parent: u32,
+    slot: u32,
+    /// Most packets it may queue.
+    capacity: u32,
+    active: bool,
+    throttled: bool,
+    limited: bool,
+    limit: Gcra,
+    sent: Backlog,
+}
+
+/// A node's place and flags, leaf or not.
+#[derive(Clone, Copy, Debug)]
+struct Link {
+    parent: u32,
+    slot: u32,
+    active: bool,
+    throttled: bool,
 }
 
 /// The next packet of a node: its pool slot, its length and its leaf.
@@ -82,17 +112,16 @@ pub struct PipeTree {
     place: Vec<u32>,
     pipes_at: u32,
     leaves_at: u32,
+    /// Per `drr` node and pipe, by position.
     nodes: Vec<Node>,
-    /// Per position: its first child's position.
+    /// Per leaf, by position less `leaves_at`.
+    leaves: Vec<Leaf>,
+    /// Per `drr` node and pipe, by position: its first child's position.
     first_child: Vec<u32>,
-    limits: Vec<Gcra>,
     /// Per `drr` node (by position).
     drr: Vec<DrrCore>,
     /// Per pipe (by position less `pipes_at`).
     ets: Vec<Ets>,
-    /// Per leaf (by position less `leaves_at`): its FIFO and capacity.
-    fifos: Vec<Fifo>,
-    capacity: Vec<u32>,
     pool: PacketPool,
     shaper: Shaper,
     slack: Nanos,
@@ -102,6 +131,11 @@ pub struct PipeTree {
     filed: Vec<Option<(Handle, Nanos)>>,
     counters: Counters,
     backlog: Backlog,
+    /// The leaf the next dequeue takes from, found by the last dequeue;
+    /// `NONE` once anything else changed the tree.
+    ahead: u32,
+    /// Whether the tree exceeds the cache, so that its paths are prefetched.
+    prefetching: bool,
 }
 
 impl PipeTree {
@@ -112,35 +146,14 @@ impl PipeTree {
     /// refuses, [`PipeError::Shape`] for a valid tree of another shape.
     pub fn new(spec: TreeSpec) -> Result<Self, PipeError> {
         spec.validate().map_err(ConfigError::from)?;
-        let layout = shape::layout(&spec)?;
-        let order = layout.order;
+        let mut layout = shape::layout(&spec)?;
+        let order = core::mem::take(&mut layout.order);
         let mut place = vec![0u32; order.len()];
         for (pos, &i) in order.iter().enumerate() {
             place[i as usize] = pos as u32;
         }
         let kids = spec.child_lists();
-        let mut nodes = vec![Node::default(); order.len()];
-        let mut first_child = vec![NONE; order.len()];
-        for (pos, &i) in order.iter().enumerate() {
-            let ns = &spec.nodes[i as usize];
-            for (slot, &c) in kids[i as usize].iter().enumerate() {
-                let cp = place[c] as usize;
-                nodes[cp].parent = pos as u32;
-                nodes[cp].slot = slot as u32;
-                if slot == 0 {
-                    first_child[pos] = cp as u32;
-                }
-            }
-            nodes[pos].limited = ns.limit.is_some();
-        }
-        nodes[0].parent = NONE;
-        let limits = order
-            .iter()
-            .map(|&i| {
-                let l = spec.nodes[i as usize].limit;
-                l.map_or(Gcra::UNUSED, |l| Gcra::new(l, spec.mtu))
-            })
-            .collect();
+        let (nodes, leaves, first_child) = records(&spec, &kids, &order, &place, &layout);
         let units = |pos: u32| -> Vec<Unit> {
             kids[order[pos as usize] as usize]
                 .iter()
@@ -159,14 +172,9 @@ impl PipeTree {
         let ets = (layout.pipes_at..layout.leaves_at)
             .map(|pos| Ets::new(units(pos), spec.mtu).map_err(|e| named(pos, e)))
             .collect::<Result<Vec<_>, _>>()?;
-        let capacity = order[layout.leaves_at as usize..]
-            .iter()
-            .map(|&i| spec.nodes[i as usize].capacity.unwrap_or(u32::MAX))
-            .collect();
         let limited = spec.nodes.iter().filter(|n| n.limit.is_some()).count();
         let shaper = Shaper::new(spec.shaper, limited)?;
         let n = order.len();
-        let leaves = n - layout.leaves_at as usize;
         Ok(PipeTree {
             pool: PacketPool::with_capacity(spec.capacity as usize),
             slack: shaper.granularity(),
@@ -176,17 +184,17 @@ impl PipeTree {
             place,
             pipes_at: layout.pipes_at,
             leaves_at: layout.leaves_at,
+            prefetching: super::burst::prefetches(n),
             nodes,
+            leaves,
             first_child,
-            limits,
             drr,
             ets,
-            fifos: vec![Fifo::new(); leaves],
-            capacity,
             drops: vec![DropCounts::default(); n],
             filed: vec![None; n],
             counters: Counters::default(),
             backlog: Backlog::default(),
+            ahead: NONE,
         })
     }
 
@@ -208,6 +216,92 @@ impl PipeTree {
     #[must_use]
     pub fn shaper_granularity(&self) -> Nanos {
         self.slack
+    }
+}
+
+/// The records of the nodes of `order`: the `drr` nodes' and pipes', the
+/// leaves', and each non-leaf's first child's position.
+fn records(
+    spec: &TreeSpec,
+    kids: &[Vec<usize>],
+    order: &[u32],
+    place: &[u32],
+    layout: &shape::Layout,
+) -> (Vec<Node>, Vec<Leaf>, Vec<u32>) {
+    let limit = |i: usize| {
+        spec.nodes[i]
+            .limit
+            .map_or(Gcra::UNUSED, |l| Gcra::new(l, spec.mtu))
+    };
+    let mut links = vec![(NONE, 0u32); order.len()];
+    let mut first_child = vec![NONE; layout.leaves_at as usize];
+    for (pos, &i) in order.iter().enumerate().take(layout.leaves_at as usize) {
+        for (slot, &c) in kids[i as usize].iter().enumerate() {
+            links[place[c] as usize] = (pos as u32, slot as u32);
+        }
+        first_child[pos] = place[kids[i as usize][0]];
+    }
+    let nodes = order[..layout.leaves_at as usize]
+        .iter()
+        .zip(&links)
+        .map(|(&i, &(parent, slot))| Node {
+            parent,
+            slot,
+            active: false,
+            throttled: false,
+            limited: spec.nodes[i as usize].limit.is_some(),
+            backlog: Backlog::default(),
+            sent: Backlog::default(),
+            limit: limit(i as usize),
+        })
+        .collect();
+    let leaves = order[layout.leaves_at as usize..]
+        .iter()
+        .zip(&links[layout.leaves_at as usize..])
+        .map(|(&i, &(parent, slot))| Leaf {
+            fifo: Fifo::new(),
+            parent,
+            slot,
+            capacity: spec.nodes[i as usize].capacity.unwrap_or(u32::MAX),
+            active: false,
+            throttled: false,
+            limited: spec.nodes[i as usize].limit.is_some(),
+            limit: limit(i as usize),
+            sent: Backlog::default(),
+        })
+        .collect();
+    (nodes, leaves, first_child)
+}
+
+impl Scheduler for PipeTree {
+    fn enqueue(&mut self, pkt: Packet, now: Nanos) -> Result<(), Dropped> {
+        self.enqueue_one(pkt, now)
+    }
+
+    fn dequeue(&mut self, now: Nanos) -> Option<Packet> {
+        self.dequeue_one(now)
+    }
+
+    fn next_ready(&self, now: Nanos) -> Option<Nanos> {
+        if self.backlog.packets == 0 {
+            return None;
+        }
+        if !self.nodes[0].throttled && self.has_head(0) {
+            return Some(now);
+        }
+        self.shaper.next_due()
+    }
+
+    fn backlog(&self) -> Backlog {
+        self.backlog
+    }
+
+    fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    fn name(&self) -> &'static str {
+        "pipe-tree"
     }
 }
 

@@ -24,8 +24,8 @@ impl PipeTree {
     /// If `i` is not a node index.
     #[must_use]
     pub fn node_counters(&self, i: usize) -> Counters {
-        let n = self.place[i] as usize;
-        let (sent, backlog, dropped) = (self.nodes[n].sent, self.nodes[n].backlog, self.drops[n]);
+        let n = self.place[i];
+        let (sent, backlog, dropped) = (self.sent(n), self.queued(n), self.drops[n as usize]);
         Counters {
             enqueued: sent.packets + dropped.total() + backlog.packets,
             enqueued_bytes: sent.bytes + dropped.total_bytes() + backlog.bytes,
@@ -41,7 +41,7 @@ impl PipeTree {
     /// If `i` is not a node index.
     #[must_use]
     pub fn node_backlog(&self, i: usize) -> Backlog {
-        self.nodes[self.place[i] as usize].backlog
+        self.queued(self.place[i])
     }
 
     /// Whether node `i`'s output is held by the shaper.
@@ -50,7 +50,29 @@ impl PipeTree {
     /// If `i` is not a node index.
     #[must_use]
     pub fn is_throttled(&self, i: usize) -> bool {
-        self.nodes[self.place[i] as usize].throttled
+        self.link(self.place[i]).throttled
+    }
+
+    /// What node `n` (a position) holds.
+    fn queued(&self, n: u32) -> Backlog {
+        if self.is_leaf(n) {
+            let fifo = &self.leaves[(n - self.leaves_at) as usize].fifo;
+            Backlog {
+                packets: u64::from(fifo.len()),
+                bytes: fifo.bytes(),
+            }
+        } else {
+            self.nodes[n as usize].backlog
+        }
+    }
+
+    /// What left node `n` (a position).
+    fn sent(&self, n: u32) -> Backlog {
+        if self.is_leaf(n) {
+            self.leaves[(n - self.leaves_at) as usize].sent
+        } else {
+            self.nodes[n as usize].sent
+        }
     }
 
     /// Checks the counts against each other and against the queues: a leaf's
@@ -62,7 +84,8 @@ impl PipeTree {
     /// # Panics
     /// On the first count that disagrees.
     pub fn check_invariants(&self) {
-        self.pool.check_invariants(self.fifos.iter());
+        self.pool
+            .check_invariants(self.leaves.iter().map(|l| &l.fifo));
         for n in 0..self.order.len() as u32 {
             self.check_node(n);
         }
@@ -79,36 +102,31 @@ impl PipeTree {
     }
 
     fn check_node(&self, n: u32) {
-        let node = &self.nodes[n as usize];
+        let link = self.link(n);
         let name = &self.spec.nodes[self.order[n as usize] as usize].name;
         assert!(
-            !(node.active && node.throttled),
+            !(link.active && link.throttled),
             "{name}: active and throttled"
         );
-        if node.parent != NONE && node.active {
+        if link.parent != NONE && link.active {
             assert!(self.has_head(n), "{name}: active with nothing to send");
         }
-        if n >= self.leaves_at {
-            let fifo = &self.fifos[(n - self.leaves_at) as usize];
-            let queued = Backlog {
-                packets: u64::from(fifo.len()),
-                bytes: fifo.bytes(),
-            };
-            assert_eq!(node.backlog, queued, "{name}: backlog against its FIFO");
+        if self.is_leaf(n) {
             return;
         }
         let first = self.first_child[n as usize];
         let children = self.spec.children(self.order[n as usize] as usize).count() as u32;
         let mut sum = (Backlog::default(), Backlog::default(), 0u64);
         for c in first..first + children {
-            let child = &self.nodes[c as usize];
-            assert_eq!(child.parent, n, "{name}: child {c}'s parent");
-            sum.0.packets += child.backlog.packets;
-            sum.0.bytes += child.backlog.bytes;
-            sum.1.packets += child.sent.packets;
-            sum.1.bytes += child.sent.bytes;
+            assert_eq!(self.link(c).parent, n, "{name}: child {c}'s parent");
+            let (queued, sent) = (self.queued(c), self.sent(c));
+            sum.0.packets += queued.packets;
+            sum.0.bytes += queued.bytes;
+            sum.1.packets += sent.packets;
+            sum.1.bytes += sent.bytes;
             sum.2 += self.drops[c as usize].total();
         }
+        let node = &self.nodes[n as usize];
         assert_eq!(node.backlog, sum.0, "{name}: backlog against its children");
         assert_eq!(node.sent, sum.1, "{name}: sent against its children");
         assert_eq!(self.drops[n as usize].total(), sum.2, "{name}: drops");
