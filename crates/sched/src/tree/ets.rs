@@ -46,8 +46,6 @@ const SHARED: u8 = 1 << 7;
 #[derive(Debug)]
 struct Group {
     core: DrrCore,
-    /// Bit `u` set for each member `u`.
-    members: u64,
 }
 
 /// Strict priority between levels, DRR by weight within a level.
@@ -261,24 +259,6 @@ impl Ets {
         }
     }
 
-    /// Bit `u` set for every unit of a queued level (a shared level's
-    /// members all, queued or not): the units a dequeue may soon serve.
-    #[inline]
-    pub(crate) fn queued_units(&self) -> u64 {
-        let mut levels = self.mask;
-        let mut units = 0;
-        while levels != 0 {
-            let e = self.entry[levels.trailing_zeros() as usize];
-            levels &= levels - 1;
-            units |= if e & SHARED == 0 {
-                1 << e
-            } else {
-                self.groups[(e & !SHARED) as usize].members
-            };
-        }
-        units
-    }
-
     /// Checks that a level is queued exactly when a unit of it is.
     pub(crate) fn check_invariants(&self) {
         for (l, &e) in self.entry.iter().enumerate() {
@@ -306,8 +286,7 @@ impl Ets {
             core.add_flow(u32::from(u), cfg)?;
             self.place[u as usize] = SHARED | level as u8;
         }
-        let members = members.iter().fold(0u64, |m, &u| m | 1 << u);
-        Ok(Group { core, members })
+        Ok(Group { core })
     }
 }
 

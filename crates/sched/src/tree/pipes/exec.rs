@@ -4,6 +4,7 @@
 use eiffel_queue::prefetch;
 
 use super::super::shaper::{Gcra, Throttled, UNIT_NODE};
+use super::band::{Band, Member, Profile};
 use super::{Head, Link, PipeTree, NONE};
 use crate::packet::{Nanos, Packet};
 use crate::scheduler::{DropReason, Dropped};
@@ -88,7 +89,7 @@ impl PipeTree {
         if self.is_leaf(n) {
             !self.leaves[(n - self.leaves_at) as usize].fifo.is_empty()
         } else if self.is_pipe(n) {
-            !self.ets[(n - self.pipes_at) as usize].is_empty()
+            !self.nodes[n as usize].band.is_empty()
         } else {
             self.drr[n as usize].backlogged() > 0
         }
@@ -98,7 +99,8 @@ impl PipeTree {
     #[inline(always)]
     fn select(&mut self, n: u32) -> Option<u32> {
         if self.is_pipe(n) {
-            self.ets[(n - self.pipes_at) as usize].select()
+            let (band, p, m) = self.band(n);
+            band.select(p, m)
         } else {
             self.drr[n as usize].peek()
         }
@@ -177,7 +179,8 @@ impl PipeTree {
     #[inline]
     fn activate(&mut self, n: u32, unit: u32, len: u32) {
         if self.is_pipe(n) {
-            self.ets[(n - self.pipes_at) as usize].activate(unit, len);
+            let (band, p, m) = self.band(n);
+            band.activate(p, m, unit, len);
         } else {
             self.drr[n as usize].activate(unit, len);
         }
@@ -283,16 +286,24 @@ impl PipeTree {
             }
             return queued;
         }
-        for k in 0..pkts.len() + 2 * GAP {
-            if let Some(p) = pkts.get(k) {
-                if let Some(leaf) = self.leaf_at(p.class) {
-                    prefetch(&self.leaves[(leaf - self.leaves_at) as usize]);
+        // Step `k`: the place of packet `k`, the leaf of `k - GAP`, the
+        // path of `k - 2 GAP`, and packet `k - 3 GAP` queued.
+        for k in 0..pkts.len() + 3 * GAP {
+            let at = |s: usize| k.checked_sub(s * GAP).and_then(|i| pkts.get(i));
+            if let Some(p) = at(0) {
+                if let Some(place) = self.place.get(p.class as usize) {
+                    prefetch(place);
                 }
             }
-            if let Some(p) = k.checked_sub(GAP).and_then(|i| pkts.get(i)) {
+            if let Some(p) = at(1) {
+                if let Some(leaf) = self.leaf_at(p.class) {
+                    self.prefetch_leaf(leaf);
+                }
+            }
+            if let Some(p) = at(2) {
                 self.prefetch_path(p);
             }
-            if let Some(p) = k.checked_sub(2 * GAP).and_then(|i| pkts.get(i)) {
+            if let Some(p) = at(3) {
                 offer(self, p);
             }
         }
@@ -307,8 +318,7 @@ impl PipeTree {
         };
         let l = &self.leaves[(leaf - self.leaves_at) as usize];
         self.pool.prefetch_tail(&l.fifo);
-        prefetch(&self.nodes[l.parent as usize]);
-        prefetch(&self.ets[(l.parent - self.pipes_at) as usize]);
+        self.prefetch_pipe(l.parent);
     }
 
     /// Takes the next packet; see [`Scheduler::dequeue`](crate::Scheduler::dequeue).
@@ -364,8 +374,8 @@ impl PipeTree {
         if next.is_none() {
             self.leaves[(n - self.leaves_at) as usize].active = false;
         }
-        let p = &mut self.ets[(parent - self.pipes_at) as usize];
-        let after = p.served_select(slot, next.map(|h| h.len));
+        let (band, p, m) = self.band(parent);
+        let after = band.served_select(p, m, slot, next.map(|h| h.len));
         let below = Below {
             unit: slot,
             head: next,
@@ -405,23 +415,59 @@ impl PipeTree {
         self.descend(pick)
     }
 
-    /// `drr` node `c` turned to pipe `pick`: hints the leaves `pick` has
-    /// queued, which send next, and the lines of the pipe after it.
+    /// Hints both lines of leaf `n`.
+    #[inline(always)]
+    fn prefetch_leaf(&self, n: u32) {
+        if let Some(l) = self.leaves.get((n - self.leaves_at) as usize) {
+            prefetch(l);
+            prefetch(&l.limit);
+        }
+    }
+
+    /// `drr` node `c` turned to pipe `pick`, as `rte_sched`'s grinders
+    /// pipeline a pipe's visit: hints the head packets of the leaves `pick`
+    /// has queued (their records hinted a turn earlier), then the node,
+    /// members and leaves of the pipe after it in the round.
     #[inline]
     fn prefetch_turn(&self, c: u32, pick: u32) {
-        let mut queued = self.ets[(pick - self.pipes_at) as usize].queued_units();
+        let band = &self.nodes[pick as usize].band;
+        let mut queued = band.queued_units(&self.profiles[band.profile as usize]);
         let first = self.first_child[pick as usize] - self.leaves_at;
         while queued != 0 {
             let u = queued.trailing_zeros();
             queued &= queued - 1;
             if let Some(l) = self.leaves.get((first + u) as usize) {
-                prefetch(l);
+                self.pool.prefetch_head(&l.fifo);
             }
         }
         if let Some(u) = self.drr[c as usize].second() {
             let after = self.first_child[c as usize] + u;
-            prefetch(&self.nodes[after as usize]);
-            prefetch(&self.ets[(after - self.pipes_at) as usize]);
+            self.prefetch_pipe(after);
+            let from = self.first_child[after as usize];
+            let to = self.first_child.get(after as usize + 1).copied();
+            let to = to.unwrap_or(self.leaves_at + self.leaves.len() as u32);
+            for leaf in from..to {
+                self.prefetch_leaf(leaf);
+            }
+        }
+    }
+
+    /// Pipe `n`'s band, profile and members.
+    #[inline(always)]
+    pub(super) fn band(&mut self, n: u32) -> (&mut Band, &Profile, &mut [Member]) {
+        let band = &mut self.nodes[n as usize].band;
+        let p = &self.profiles[band.profile as usize];
+        let at = band.members_at as usize;
+        (band, p, &mut self.members[at..at + p.members()])
+    }
+
+    /// Hints pipe `n`'s node and its members' line.
+    #[inline]
+    fn prefetch_pipe(&self, n: u32) {
+        let node = &self.nodes[n as usize];
+        prefetch(node);
+        if let Some(m) = self.members.get(node.band.members_at as usize) {
+            prefetch(m);
         }
     }
 
@@ -450,7 +496,8 @@ impl PipeTree {
             }
             let next_len = next.map(|h| h.len);
             let after = if self.is_pipe(parent) {
-                self.ets[(parent - self.pipes_at) as usize].served_select(slot, next_len)
+                let (band, p, m) = self.band(parent);
+                band.served_select(p, m, slot, next_len)
             } else {
                 self.drr[parent as usize].served_peek(slot, next_len)
             };

@@ -14,13 +14,13 @@
 //! statistics, and runs (a run defers the ancestors' counts of a burst of
 //! dequeues through one node; here the counts are kept packet by packet).
 
+mod band;
 mod exec;
 mod shape;
 mod view;
 
 use eiffel_queue::Handle;
 
-use super::ets::Ets;
 use super::shaper::{Gcra, Shaper};
 use super::spec::TreeSpec;
 use super::txn::Unit;
@@ -29,6 +29,7 @@ use crate::pool::{Fifo, PacketPool};
 use crate::scheduler::{Backlog, ConfigError, Counters, DropCounts, Dropped, Scheduler};
 use crate::DrrCore;
 use crate::FlowCore;
+use band::{Band, Member, Profile};
 
 pub use shape::{ShapeError, ShapeProblem};
 
@@ -63,6 +64,8 @@ struct Node {
     limited: bool,
     backlog: Backlog,
     sent: Backlog,
+    /// A pipe's discipline state (unused in a `drr` node).
+    band: Band,
     limit: Gcra,
 }
 
@@ -120,8 +123,11 @@ pub struct PipeTree {
     first_child: Vec<u32>,
     /// Per `drr` node (by position).
     drr: Vec<DrrCore>,
-    /// Per pipe (by position less `pipes_at`).
-    ets: Vec<Ets>,
+    /// The pipes' configurations.
+    profiles: Vec<Profile>,
+    /// The pipes' shared levels' members, each pipe's from its band's
+    /// `members_at`, whole lines of four.
+    members: Vec<Member>,
     pool: PacketPool,
     shaper: Shaper,
     slack: Nanos,
@@ -153,7 +159,7 @@ impl PipeTree {
             place[i as usize] = pos as u32;
         }
         let kids = spec.child_lists();
-        let (nodes, leaves, first_child) = records(&spec, &kids, &order, &place, &layout);
+        let (mut nodes, leaves, first_child) = records(&spec, &kids, &order, &place, &layout);
         let units = |pos: u32| -> Vec<Unit> {
             kids[order[pos as usize] as usize]
                 .iter()
@@ -169,9 +175,7 @@ impl PipeTree {
         let drr = (0..layout.pipes_at)
             .map(|pos| drr_core(&units(pos), spec.mtu).map_err(|e| named(pos, e)))
             .collect::<Result<Vec<_>, _>>()?;
-        let ets = (layout.pipes_at..layout.leaves_at)
-            .map(|pos| Ets::new(units(pos), spec.mtu).map_err(|e| named(pos, e)))
-            .collect::<Result<Vec<_>, _>>()?;
+        let (profiles, members) = bands(&spec, &kids, &order, &layout, &mut nodes);
         let limited = spec.nodes.iter().filter(|n| n.limit.is_some()).count();
         let shaper = Shaper::new(spec.shaper, limited)?;
         let n = order.len();
@@ -189,7 +193,8 @@ impl PipeTree {
             leaves,
             first_child,
             drr,
-            ets,
+            profiles,
+            members,
             drops: vec![DropCounts::default(); n],
             filed: vec![None; n],
             counters: Counters::default(),
@@ -252,6 +257,7 @@ fn records(
             limited: spec.nodes[i as usize].limit.is_some(),
             backlog: Backlog::default(),
             sent: Backlog::default(),
+            band: Band::default(),
             limit: limit(i as usize),
         })
         .collect();
@@ -303,6 +309,37 @@ impl Scheduler for PipeTree {
     fn name(&self) -> &'static str {
         "pipe-tree"
     }
+}
+
+/// The pipes' profiles (one per distinct configuration of children) and
+/// member records; sets each pipe's band.
+fn bands(
+    spec: &TreeSpec,
+    kids: &[Vec<usize>],
+    order: &[u32],
+    layout: &shape::Layout,
+    nodes: &mut [Node],
+) -> (Vec<Profile>, Vec<Member>) {
+    let mut profiles: Vec<Profile> = Vec::new();
+    let mut members = 0usize;
+    for pos in layout.pipes_at..layout.leaves_at {
+        let i = order[pos as usize] as usize;
+        let children: Vec<(u32, u32)> = kids[i]
+            .iter()
+            .map(|&c| (spec.nodes[c].priority, spec.nodes[c].weight))
+            .collect();
+        let profile = Profile::new(&children, spec.mtu);
+        let k = match profiles.iter().position(|p| *p == profile) {
+            Some(k) => k,
+            None => {
+                profiles.push(profile);
+                profiles.len() - 1
+            }
+        };
+        nodes[pos as usize].band = Band::new(k as u32, members as u32);
+        members += profiles[k].members().next_multiple_of(4);
+    }
+    (profiles, vec![Member::default(); members])
 }
 
 /// A DRR core over `units`, each with a quantum of its weight times `mtu`

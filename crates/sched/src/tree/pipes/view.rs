@@ -131,7 +131,11 @@ impl PipeTree {
         assert_eq!(node.sent, sum.1, "{name}: sent against its children");
         assert_eq!(self.drops[n as usize].total(), sum.2, "{name}: drops");
         if n >= self.pipes_at {
-            self.ets[(n - self.pipes_at) as usize].check_invariants();
+            let band = &self.nodes[n as usize].band;
+            let p = &self.profiles[band.profile as usize];
+            let at = band.members_at as usize;
+            let queued = |u: u32| self.link(first + u).active;
+            band.check(p, &self.members[at..at + p.members()], queued);
         } else {
             self.drr[n as usize].check_invariants();
         }
