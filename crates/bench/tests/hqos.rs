@@ -154,7 +154,7 @@ fn eiffel_gives_the_fluid_shares_under_overload() {
 #[test]
 fn throughput_runs_keep_every_packet() {
     let h = load(&example()).expect("example");
-    for arch in [Arch::Eiffel, Arch::EiffelPipes] {
+    for arch in [Arch::Eiffel, Arch::EiffelTree] {
         let e = throughput(arch, &h, 16, 20_000, 2)
             .expect("run")
             .expect("eiffel");

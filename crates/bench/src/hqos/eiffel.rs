@@ -4,7 +4,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use eiffel_sched::tree::PipeTree;
+use eiffel_sched::tree::{PipeError, PipeTree};
 use eiffel_sched::{ClassId, Dropped, Nanos, Packet, PolicyTree, Scheduler};
 
 use super::hierarchy::Hierarchy;
@@ -79,10 +79,11 @@ pub const MAX_LAG: Duration = Duration::from_millis(1);
 /// Which of Eiffel's executors runs the hierarchy's tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Executor {
+    /// The pipe executor (`PipeTree`) when the tree has its shape (`drr`
+    /// levels over `ets` pipes over FIFO leaves), the general tree otherwise.
+    Chosen,
     /// The general policy tree.
     Tree,
-    /// The executor for `drr` levels over `ets` pipes over FIFO leaves.
-    Pipes,
 }
 
 /// The tree, run by one of the executors.
@@ -149,7 +150,11 @@ impl Port {
         let (spec, leaves) = h.tree_spec(subports, pipes, capacity);
         let tree = match executor {
             Executor::Tree => Exec::Tree(Box::new(PolicyTree::new(spec)?)),
-            Executor::Pipes => Exec::Pipes(Box::new(PipeTree::new(spec)?)),
+            Executor::Chosen => match PipeTree::new(spec.clone()) {
+                Ok(t) => Exec::Pipes(Box::new(t)),
+                Err(PipeError::Shape(_)) => Exec::Tree(Box::new(PolicyTree::new(spec)?)),
+                Err(e) => return Err(e.into()),
+            },
         };
         Ok(Port {
             tree,
@@ -290,7 +295,7 @@ pub fn shares(h: &Hierarchy, window: Window) -> Result<Served, BenchError> {
     let pipes = h.profiles.len() as u32;
     let queues = Hierarchy::queues(1, pipes);
     let capacity = queues as u32 * u32::from(*h.qsize.iter().max().unwrap_or(&64));
-    let mut port = Port::new(h, 1, pipes, capacity, Executor::Tree)?;
+    let mut port = Port::new(h, 1, pipes, capacity, Executor::Chosen)?;
     let mut stream = Stream::new(queues, super::STREAM_LEN);
     let mut served = Served::new(queues);
     let mut clock = PortClock::new(h.port_bytes_per_sec());

@@ -127,11 +127,11 @@ pub struct HqosOpts {
 /// A scheduler of the comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Arch {
-    /// Eiffel's policy tree.
+    /// Eiffel: the policy run by its pipe executor (`PipeTree`), which the
+    /// hierarchy's shape allows (by the general tree where it does not).
     Eiffel,
-    /// Eiffel's executor for `drr` levels over `ets` pipes over FIFO leaves
-    /// (`PipeTree`), on the same tree.
-    EiffelPipes,
+    /// Eiffel's general policy tree on the same policy.
+    EiffelTree,
     /// DPDK's rte_sched.
     RteSched,
 }
@@ -323,9 +323,11 @@ pub fn throughput_on(
         pages,
     };
     match arch {
-        Arch::Eiffel => eiffel::throughput(&lifted, SUBPORTS, pipes, run, Executor::Tree).map(Some),
-        Arch::EiffelPipes => {
-            eiffel::throughput(&lifted, SUBPORTS, pipes, run, Executor::Pipes).map(Some)
+        Arch::Eiffel => {
+            eiffel::throughput(&lifted, SUBPORTS, pipes, run, Executor::Chosen).map(Some)
+        }
+        Arch::EiffelTree => {
+            eiffel::throughput(&lifted, SUBPORTS, pipes, run, Executor::Tree).map(Some)
         }
         Arch::RteSched => rte_sched_throughput(&lifted, pipes, run),
     }
@@ -401,17 +403,21 @@ fn rte_sched_throughput(_: &Hierarchy, _: u32, _: Run) -> Result<Option<Outcome>
     Ok(None)
 }
 
-/// The throughput of one size: each scheduler's timings, and Eiffel's Mpps
-/// over rte_sched's when both ran.
+/// The throughput of one size: each scheduler's timings, and each Eiffel
+/// executor's Mpps over rte_sched's when both ran.
 #[derive(Debug, Clone)]
 pub struct Measured {
     /// rte_sched's timings, if it ran.
     pub rte_sched: Option<Outcome>,
-    /// Eiffel's timings, if it ran.
+    /// Eiffel's timings (its chosen executor), if it ran.
     pub eiffel: Option<Outcome>,
+    /// The general tree's timings, if it ran.
+    pub eiffel_tree: Option<Outcome>,
     /// The median over the interleaved repetitions of rte_sched's ns a packet
     /// over Eiffel's, when both ran.
     pub speedup: Option<f64>,
+    /// The same for the general tree.
+    pub tree_speedup: Option<f64>,
 }
 
 /// Both schedulers' throughput on `pipes` pipes per subport of `h` with every
@@ -433,7 +439,7 @@ pub fn throughput_paired(
     paired(&h.lifted(), pipes, run)
 }
 
-/// Measures `only` one scheduler, or both: with the `dpdk` feature, both in
+/// Measures `only` one scheduler, or all: with the `dpdk` feature, all in
 /// the same process with their repetitions interleaved ([`paired`]).
 fn measure(
     only: Option<Arch>,
@@ -441,77 +447,107 @@ fn measure(
     pipes: u32,
     run: Run,
 ) -> Result<Measured, BenchError> {
-    let one = |rte_sched, eiffel| Measured {
-        rte_sched,
-        eiffel,
+    let mut m = Measured {
+        rte_sched: None,
+        eiffel: None,
+        eiffel_tree: None,
         speedup: None,
+        tree_speedup: None,
     };
     match only {
-        Some(Arch::Eiffel) => Ok(one(
-            None,
-            Some(eiffel::throughput(h, SUBPORTS, pipes, run, Executor::Tree)?),
-        )),
-        Some(Arch::EiffelPipes) => Ok(one(
-            None,
-            Some(eiffel::throughput(
+        Some(Arch::Eiffel) => {
+            m.eiffel = Some(eiffel::throughput(
                 h,
                 SUBPORTS,
                 pipes,
                 run,
-                Executor::Pipes,
-            )?),
-        )),
-        Some(Arch::RteSched) => Ok(one(rte_sched_throughput(h, pipes, run)?, None)),
-        None => paired(h, pipes, run),
+                Executor::Chosen,
+            )?);
+        }
+        Some(Arch::EiffelTree) => {
+            m.eiffel_tree = Some(eiffel::throughput(h, SUBPORTS, pipes, run, Executor::Tree)?);
+        }
+        Some(Arch::RteSched) => m.rte_sched = rte_sched_throughput(h, pipes, run)?,
+        None => return paired(h, pipes, run),
     }
+    Ok(m)
 }
 
-/// Both schedulers at one size, built and warmed up side by side, then timed
-/// in turns: repetition `i` of one right after repetition `i` of the other,
-/// the first of each pair alternating. A machine whose speed drifts (other
-/// work, frequency, the placement of a virtual CPU) then moves both figures of
-/// a pair alike, where timing all of one scheduler's repetitions before the
-/// other's put the drift into their ratio. Eiffel's speed-up is the median of
-/// the pairs' ratios.
+/// The schedulers at one size, built and warmed up side by side, then timed
+/// in turns: repetition `i` of each right after repetition `i` of the
+/// others, the order rotating. A machine whose speed drifts (other work,
+/// frequency, the placement of a virtual CPU) then moves the figures of one
+/// round alike, where timing all of one scheduler's repetitions before the
+/// other's put the drift into their ratio. Each Eiffel executor's speed-up is
+/// the median of its rounds' ratios to rte_sched.
 #[cfg(feature = "dpdk")]
 fn paired(h: &Hierarchy, pipes: u32, run: Run) -> Result<Measured, BenchError> {
-    let mut eiffel = eiffel::Bench::new(h, SUBPORTS, pipes, run.backlog, Executor::Tree)?;
+    let mut chosen = eiffel::Bench::new(h, SUBPORTS, pipes, run.backlog, Executor::Chosen)?;
+    let mut tree = eiffel::Bench::new(h, SUBPORTS, pipes, run.backlog, Executor::Tree)?;
     dpdk::with_port(h, SUBPORTS, pipes, run.backlog, |rte| {
         let huge_bytes = run.pages.apply();
-        let sides: [&mut dyn Repeat; 2] = [rte, &mut eiffel];
-        let mut times = [(Vec::new(), Vec::new()), (Vec::new(), Vec::new())];
-        for i in 0..run.reps {
-            for k in [i % 2, 1 - i % 2] {
-                let (cpu, wall) = sides[k].rep(run.packets);
-                times[k].0.push(cpu);
-                times[k].1.push(wall);
-            }
-        }
-        let ratios: Vec<f64> = times[0]
-            .0
-            .iter()
-            .zip(&times[1].0)
-            .map(|(r, e)| r / e)
-            .collect();
-        let [(rc, rw), (ec, ew)] = times;
-        let rte_sched = Outcome {
-            ns_per_packet: rc,
-            wall_ns_per_packet: rw,
-            drops: sides[0].drops(),
-            huge_bytes,
+        let mut sides: [&mut dyn Repeat; 3] = [rte, &mut chosen, &mut tree];
+        let times = interleave(&mut sides, run);
+        let drops = sides[0].drops();
+        let ratio = |k: usize| {
+            let r: Vec<f64> = times[0]
+                .0
+                .iter()
+                .zip(&times[k].0)
+                .map(|(r, e)| r / e)
+                .collect();
+            Some(median(&r))
         };
+        let (speedup, tree_speedup) = (ratio(1), ratio(2));
+        let [(rc, rw), (ec, ew), (tc, tw)] = times;
         Measured {
-            rte_sched: Some(rte_sched),
-            eiffel: Some(eiffel.outcome(ec, ew, huge_bytes)),
-            speedup: Some(median(&ratios)),
+            rte_sched: Some(Outcome {
+                ns_per_packet: rc,
+                wall_ns_per_packet: rw,
+                drops,
+                huge_bytes,
+            }),
+            eiffel: Some(chosen.outcome(ec, ew, huge_bytes)),
+            eiffel_tree: Some(tree.outcome(tc, tw, huge_bytes)),
+            speedup,
+            tree_speedup,
         }
     })
 }
 
-/// Without the `dpdk` feature: Eiffel alone.
+/// Times `run.reps` rounds of one repetition of each side, each round
+/// starting one side further along; CPU and wall ns a packet per side.
+fn interleave<const N: usize>(
+    sides: &mut [&mut dyn Repeat; N],
+    run: Run,
+) -> [(Vec<f64>, Vec<f64>); N] {
+    let mut times: [(Vec<f64>, Vec<f64>); N] = std::array::from_fn(|_| (Vec::new(), Vec::new()));
+    for i in 0..run.reps {
+        for j in 0..N {
+            let k = (i + j) % N;
+            let (cpu, wall) = sides[k].rep(run.packets);
+            times[k].0.push(cpu);
+            times[k].1.push(wall);
+        }
+    }
+    times
+}
+
+/// Without the `dpdk` feature: Eiffel's two executors, interleaved.
 #[cfg(not(feature = "dpdk"))]
 fn paired(h: &Hierarchy, pipes: u32, run: Run) -> Result<Measured, BenchError> {
-    measure(Some(Arch::Eiffel), h, pipes, run)
+    let mut chosen = eiffel::Bench::new(h, SUBPORTS, pipes, run.backlog, Executor::Chosen)?;
+    let mut tree = eiffel::Bench::new(h, SUBPORTS, pipes, run.backlog, Executor::Tree)?;
+    let huge_bytes = run.pages.apply();
+    let mut sides: [&mut dyn Repeat; 2] = [&mut chosen, &mut tree];
+    let [(ec, ew), (tc, tw)] = interleave(&mut sides, run);
+    Ok(Measured {
+        rte_sched: None,
+        eiffel: Some(chosen.outcome(ec, ew, huge_bytes)),
+        eiffel_tree: Some(tree.outcome(tc, tw, huge_bytes)),
+        speedup: None,
+        tree_speedup: None,
+    })
 }
 
 fn record(arch: &'static str, pipes: u32, o: &Outcome, packets: u64, backlog: usize) -> Record {
@@ -562,12 +598,13 @@ pub fn run(opts: &HqosOpts) -> Result<(), BenchError> {
             .map(|d| record("rte_sched", pipes, d, packets, backlog));
         records.extend(dr);
         if let Some(e) = &m.eiffel {
-            let arch = match opts.only {
-                Some(Arch::EiffelPipes) => "eiffel-pipes",
-                _ => "eiffel",
-            };
-            let mut er = record(arch, pipes, e, packets, backlog);
+            let mut er = record("eiffel", pipes, e, packets, backlog);
             er.speedup = m.speedup;
+            records.push(er);
+        }
+        if let Some(e) = &m.eiffel_tree {
+            let mut er = record("eiffel-tree", pipes, e, packets, backlog);
+            er.speedup = m.tree_speedup;
             records.push(er);
         }
     }
