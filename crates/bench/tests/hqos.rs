@@ -261,6 +261,9 @@ mod dpdk {
             .collect();
         ratios.sort_by(f64::total_cmp);
         assert_eq!(m.speedup, Some(ratios[1]));
+        let t = m.eiffel_tree.expect("the general tree ran too");
+        assert_eq!((t.drops, t.ns_per_packet.len()), (0, 3));
+        assert!(m.tree_speedup.is_some());
     }
 
     #[test]

@@ -11,7 +11,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use eiffel_sched::tree::{Discipline, NodeSpec, RateLimit, ShaperSpec, TreeSpec};
+use eiffel_sched::tree::{Discipline, FairQueue, NodeSpec, RateLimit, ShaperSpec, TreeSpec};
 use eiffel_sched::{
     Backlog, ClassId, Counters, DropReason, Dropped, Duration, Nanos, Packet, PolicyTree, Rate,
     Scheduler,
@@ -1025,4 +1025,52 @@ fn harness_compares_every_observable() {
             "{lie:?}: {what:?} not in {err}"
         );
     }
+}
+
+/// Trees of another shape are refused, naming the node and the problem.
+#[test]
+fn other_shapes_are_refused_naming_the_node() {
+    use eiffel_sched::tree::{PerFlow, PipeError, PipeTree, ShapeProblem};
+
+    let drr = Discipline::FairQueue(FairQueue::Drr);
+    let node = |name: &str, parent: Option<usize>, d: Discipline| {
+        let mut n = NodeSpec::new(name, parent);
+        n.discipline = d;
+        n
+    };
+    let refusal = |spec: TreeSpec| match PipeTree::new(spec) {
+        Err(PipeError::Shape(e)) => (e.node, e.problem),
+        other => panic!("not refused for its shape: {other:?}"),
+    };
+    // A leaf beside the pipes.
+    let mut s = TreeSpec::new(16);
+    s.add(node("root", None, drr.clone()));
+    let p = s.add(node("pipe", Some(0), Discipline::Ets));
+    s.add(NodeSpec::new("q", Some(p)));
+    s.add(NodeSpec::new("stray", Some(0)));
+    assert_eq!(refusal(s), ("stray".into(), ShapeProblem::LeafOutOfPlace));
+    // A strict node above the pipes.
+    let mut s = TreeSpec::new(16);
+    s.add(node("root", None, drr.clone()));
+    let m = s.add(node("mid", Some(0), Discipline::STRICT));
+    let p = s.add(node("pipe", Some(m), Discipline::Ets));
+    s.add(NodeSpec::new("q", Some(p)));
+    assert_eq!(refusal(s), ("mid".into(), ShapeProblem::NotDrr));
+    // A root that is itself the pipe.
+    let mut s = TreeSpec::new(16);
+    s.add(node("root", None, Discipline::Ets));
+    s.add(NodeSpec::new("q", Some(0)));
+    assert_eq!(refusal(s), ("root".into(), ShapeProblem::RootNotDrr));
+    // A per-flow leaf in a pipe.
+    let mut s = TreeSpec::new(16);
+    s.add(node("root", None, drr));
+    let p = s.add(node("pipe", Some(0), Discipline::Ets));
+    let mut flows = NodeSpec::new("flows", Some(p));
+    flows.per_flow = Some(PerFlow {
+        max_flows: 4,
+        flow_limit: None,
+        flow_queue_limit: None,
+    });
+    s.add(flows);
+    assert_eq!(refusal(s), ("flows".into(), ShapeProblem::NotFifo));
 }

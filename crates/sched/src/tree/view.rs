@@ -8,7 +8,7 @@ use super::sched::NodeSched;
 use super::select::QueuePlan;
 use super::spec::NodeSpec;
 use super::PolicyTree;
-use crate::scheduler::{Backlog, Counters};
+use crate::scheduler::{Backlog, Counters, DropCounts};
 
 /// A read-only view of one node, for reports and `eiffel check`.
 #[derive(Debug, Clone)]
@@ -39,6 +39,18 @@ pub struct NodeView<'a> {
     pub calendar_stats: Option<CalendarStats>,
 }
 
+/// The counters of a subtree from what left it, what it holds and what was
+/// dropped in it: what entered it is their sum.
+pub(super) fn subtree_counters(sent: Backlog, backlog: Backlog, dropped: DropCounts) -> Counters {
+    Counters {
+        enqueued: sent.packets + dropped.total() + backlog.packets,
+        enqueued_bytes: sent.bytes + dropped.total_bytes() + backlog.bytes,
+        dequeued: sent.packets,
+        dequeued_bytes: sent.bytes,
+        dropped,
+    }
+}
+
 impl PolicyTree {
     fn depth(&self, i: usize) -> usize {
         let mut d = 0;
@@ -65,14 +77,11 @@ impl PolicyTree {
     /// was dropped in it; what entered it is their sum with what it still holds.
     pub(super) fn node_counters(&self, i: usize) -> Counters {
         let (sent, backlog) = self.settled(i);
-        let dropped = self.drops[i];
-        Counters {
-            enqueued: sent.packets + dropped.total() + backlog.packets,
-            enqueued_bytes: sent.bytes + dropped.total_bytes() + backlog.bytes,
-            dequeued: sent.packets,
-            dequeued_bytes: sent.bytes,
-            dropped,
-        }
+        let left = Backlog {
+            packets: sent.packets,
+            bytes: sent.bytes,
+        };
+        subtree_counters(left, backlog, self.drops[i])
     }
 
     /// A view of node `i`.

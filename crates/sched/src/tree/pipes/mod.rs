@@ -104,8 +104,14 @@ struct Head {
     leaf: u32,
 }
 
-/// A policy tree of `drr` levels over `ets` pipes over FIFO leaves, run by
-/// code for that shape; see the [module docs](self).
+/// A policy tree of `drr` levels over `ets` pipes over FIFO leaves (the shape
+/// of DPDK's `rte_sched` hierarchy), run by code for that shape: the same
+/// packets in the same order, drops, throttling and counts at every node as
+/// [`PolicyTree`](super::PolicyTree) on the same specification, without its
+/// discipline dispatch at every level, the nodes laid out level by level.
+/// Other disciplines, per-flow leaves, release programs and queue statistics
+/// are the general tree's alone; [`PipeTree::new`] refuses a tree of another
+/// shape, naming the node.
 #[derive(Debug)]
 pub struct PipeTree {
     spec: TreeSpec,

@@ -1,5 +1,6 @@
 //! What a [`PipeTree`] shows of its nodes, and the checks of its counts.
 
+use super::super::view::subtree_counters;
 use super::{PipeTree, NONE};
 use crate::scheduler::{Backlog, Counters};
 use crate::FlowCore;
@@ -25,14 +26,7 @@ impl PipeTree {
     #[must_use]
     pub fn node_counters(&self, i: usize) -> Counters {
         let n = self.place[i];
-        let (sent, backlog, dropped) = (self.sent(n), self.queued(n), self.drops[n as usize]);
-        Counters {
-            enqueued: sent.packets + dropped.total() + backlog.packets,
-            enqueued_bytes: sent.bytes + dropped.total_bytes() + backlog.bytes,
-            dequeued: sent.packets,
-            dequeued_bytes: sent.bytes,
-            dropped,
-        }
+        subtree_counters(self.sent(n), self.queued(n), self.drops[n as usize])
     }
 
     /// Packets and bytes queued in node `i`'s subtree.
