@@ -1,12 +1,14 @@
-//! `eiffel bench hqos`: hierarchical QoS, Eiffel's policy tree against DPDK's
-//! `rte_sched`, the same hierarchy and the same packets, side by side in one run.
+//! `eiffel bench hqos`: hierarchical QoS, Eiffel against DPDK's `rte_sched`,
+//! the same hierarchy and the same packets, side by side in one run.
 //!
 //! The hierarchy is `examples/policies/hqos.toml` (or `--policy`): a port, a
 //! subport with a rate limit, pipes with rate limits, each with 13 traffic
 //! classes in strict priority (12 one-queue classes, each capped, and best
 //! effort), the best-effort class's 4 queues by weight: rte_sched's fixed
-//! hierarchy, mirrored exactly. Eiffel runs it as a policy tree with one
-//! shaper; rte_sched (DPDK 22.11, built with the `dpdk` feature) gets the
+//! hierarchy, mirrored exactly. Eiffel runs it with the executor its shape
+//! allows, the pipe executor (`PipeTree`; row `eiffel`), and with the general
+//! policy tree (row `eiffel-tree`), both with one shaper and the same order
+//! of packets; rte_sched (DPDK 22.11, built with the `dpdk` feature) gets the
 //! file's limits as its subport profile and pipe profiles (one per pipe of the
 //! file), its queue sizes as qsize, its weights as WRR weights.
 //!
@@ -21,11 +23,11 @@
 //!   (its enqueue and its dequeue) is the benchmark thread's CPU time over a
 //!   run divided by its packets (time other processes hold the core is not
 //!   counted; wall-clock time is shown beside it); the median of the
-//!   repetitions is reported, as Mpps per core and ns per packet. Both
+//!   repetitions is reported, as Mpps per core and ns per packet. The
 //!   schedulers are built and warmed up side by side and their repetitions
-//!   interleaved, so that a drift of the machine's speed moves both figures
-//!   of a pair alike; Eiffel's ratio to rte_sched is the median of the pairs'
-//!   ratios.
+//!   timed in rounds, one of each, the order rotating, so that a drift of the
+//!   machine's speed moves the figures of a round alike; each Eiffel row's
+//!   ratio to rte_sched is the median of its rounds' ratios.
 //! - **Same work**: the file's hierarchy as written (one subport) under
 //!   overload, for a warm-up and a measured window (its edges tapered over one
 //!   200 ms class period, see [`shares::Window`]) of a virtual clock advanced
