@@ -154,6 +154,13 @@ impl<A: Clone + Default> DrrCore<A> {
         (head.core.next != NIL).then_some(head.core.next)
     }
 
+    /// The flow whose turn follows `f`'s, if `f` is queued and not last.
+    #[inline]
+    pub(crate) fn following(&self, f: u32) -> Option<u32> {
+        let rec = self.flows.record_checked(f)?;
+        (rec.core.next != NIL).then_some(rec.core.next)
+    }
+
     #[inline]
     fn push_back(&mut self, f: u32) {
         self.flows[f].next = NIL;

@@ -311,6 +311,19 @@ impl PacketPool {
         }
     }
 
+    /// Hints the CPU to fetch the slot after the head of `fifo`, which the
+    /// second [`PacketPool::pop_front`] on it reads: reads the head's slot,
+    /// which should be cached by then (see [`PacketPool::prefetch_head`]).
+    #[inline]
+    pub fn prefetch_second(&self, fifo: &Fifo) {
+        let Some(head) = self.slots.get(fifo.head as usize) else {
+            return;
+        };
+        if let Some(slot) = self.slots.get(head.next as usize) {
+            eiffel_queue::prefetch(slot);
+        }
+    }
+
     /// Hints the CPU to fetch the tail slot of `fifo`, which the next
     /// [`PacketPool::push_back`] on it links from.
     #[inline]

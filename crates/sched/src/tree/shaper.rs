@@ -62,17 +62,30 @@ use crate::time::{Nanos, Rate, Ticks, TICKS_PER_BYTE};
 /// broken by the horizon.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Gcra {
+    cost: Cost,
+    bucket: Bucket,
+}
+
+/// A limit's configuration: its rate, its tolerance and a byte's cost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Cost {
     rate: Rate,
     /// `burst - mtu` in bytes: `tau = 8 * 10^9 * extra` ticks.
     extra: u64,
-    /// When a send last found the bucket full.
-    anchor: Nanos,
-    /// Bytes sent since `anchor`, its own send's included.
-    bytes: u64,
     /// A byte's cost in nanoseconds, `8 * 10^9 / rate`, rounded down.
     byte_ns_floor: u64,
     /// The same, rounded up.
     byte_ns_ceil: u64,
+}
+
+/// A limit's state, `TAT` as described on [`Gcra`]: what a [`Cost`] reads and
+/// writes, kept apart where many limits share one configuration.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Bucket {
+    /// When a send last found the bucket full.
+    anchor: Nanos,
+    /// Bytes sent since `anchor`, its own send's included.
+    bytes: u64,
 }
 
 impl Gcra {
@@ -80,23 +93,87 @@ impl Gcra {
     /// `mtu`).
     #[must_use]
     pub fn new(limit: RateLimit, mtu: u32) -> Self {
-        let bps = limit.rate.bps().max(1);
         Gcra {
-            rate: Rate::from_bps(bps),
-            extra: limit.burst.saturating_sub(u64::from(mtu)),
-            anchor: 0,
-            bytes: 0,
-            byte_ns_floor: TICKS_PER_BYTE as u64 / bps,
-            byte_ns_ceil: (TICKS_PER_BYTE as u64).div_ceil(bps),
+            cost: Cost::new(limit, mtu),
+            bucket: Bucket::default(),
         }
     }
 
     /// A limit that nothing reads: the placeholder of a node without one.
     pub(crate) const UNUSED: Gcra = Gcra {
+        cost: Cost::UNUSED,
+        bucket: Bucket {
+            anchor: 0,
+            bytes: 0,
+        },
+    };
+
+    /// Whether the unit may send at `now`.
+    #[inline]
+    #[must_use]
+    pub fn conforms(&self, now: Nanos) -> bool {
+        self.cost.conforms(&self.bucket, now)
+    }
+
+    /// The earliest time the unit may send (at or before `now` if it may now).
+    #[inline]
+    #[must_use]
+    pub fn release_time(&self) -> Nanos {
+        self.cost.release_time(&self.bucket)
+    }
+
+    /// Accounts `len` bytes sent at `now` (less than 1 ns after `TAT` counts as
+    /// on time: see the module docs).
+    #[inline]
+    pub fn on_send(&mut self, now: Nanos, len: u32) {
+        self.cost.send_bytes(&mut self.bucket, now, u64::from(len));
+    }
+
+    /// [`Gcra::on_send`] of `len` bytes, in one packet or several sent at
+    /// `now` after another send at `now` (the same state either way: the
+    /// bucket is not refilled within an instant).
+    #[inline]
+    pub(crate) fn send_bytes(&mut self, now: Nanos, len: u64) {
+        self.cost.send_bytes(&mut self.bucket, now, len);
+    }
+
+    /// Accounts `len` bytes sent at `now` ([`Gcra::on_send`]) and tells
+    /// whether the unit is then held beyond `slack` (`!conforms(now + slack)`).
+    #[inline]
+    pub(crate) fn send_then_held(&mut self, now: Nanos, len: u32, slack: Nanos) -> bool {
+        self.cost.send_then_held(&mut self.bucket, now, len, slack)
+    }
+
+    /// Bytes the unit may still send at `now`, after a send at `now`, and not
+    /// be held beyond `slack` (see [`Cost::room`]).
+    pub(crate) fn room(&self, now: Nanos, slack: Nanos) -> u64 {
+        self.cost.room(&self.bucket, now, slack)
+    }
+
+    /// The configured rate.
+    #[must_use]
+    pub fn rate(&self) -> Rate {
+        self.cost.rate
+    }
+}
+
+impl Cost {
+    /// The configuration of a limit of `limit.rate` bits/s with
+    /// `limit.burst` bytes of burst (at least `mtu`).
+    pub(crate) fn new(limit: RateLimit, mtu: u32) -> Self {
+        let bps = limit.rate.bps().max(1);
+        Cost {
+            rate: Rate::from_bps(bps),
+            extra: limit.burst.saturating_sub(u64::from(mtu)),
+            byte_ns_floor: TICKS_PER_BYTE as u64 / bps,
+            byte_ns_ceil: (TICKS_PER_BYTE as u64).div_ceil(bps),
+        }
+    }
+
+    /// The configuration of [`Gcra::UNUSED`].
+    pub(crate) const UNUSED: Cost = Cost {
         rate: Rate::from_bps(u64::MAX),
         extra: 0,
-        anchor: 0,
-        bytes: 0,
         byte_ns_floor: 0,
         byte_ns_ceil: 1,
     };
@@ -108,10 +185,10 @@ impl Gcra {
         (u128::from(now) * r).saturating_sub(r - 1)
     }
 
-    /// The theoretical arrival time, in ticks.
+    /// The theoretical arrival time of `b`, in ticks.
     #[inline]
-    fn tat(&self) -> Ticks {
-        self.on_time(self.anchor) + Rate::tx_ticks(self.bytes)
+    fn tat(&self, b: &Bucket) -> Ticks {
+        self.on_time(b.anchor) + Rate::tx_ticks(b.bytes)
     }
 
     /// `tau`, in ticks.
@@ -120,51 +197,42 @@ impl Gcra {
         Rate::tx_ticks(self.extra)
     }
 
-    /// Whether the unit may send at `now`.
+    /// Whether a unit of state `b` may send at `now`.
     #[inline]
-    #[must_use]
-    pub fn conforms(&self, now: Nanos) -> bool {
-        self.surely_conforms(now) || self.rate.ticks(now) + self.tau() >= self.tat()
+    pub(crate) fn conforms(&self, b: &Bucket, now: Nanos) -> bool {
+        self.surely_conforms(b, now) || self.rate.ticks(now) + self.tau() >= self.tat(b)
     }
 
     /// Whether the bytes beyond the tolerance are paid for by `now` at the
     /// rounded-up cost: then `TAT <= anchor r + 8 * 10^9 * bytes <= now r +
     /// tau` and the unit conforms (`false` decides nothing).
     #[inline]
-    fn surely_conforms(&self, now: Nanos) -> bool {
-        let Some(e) = now.checked_sub(self.anchor) else {
+    fn surely_conforms(&self, b: &Bucket, now: Nanos) -> bool {
+        let Some(e) = now.checked_sub(b.anchor) else {
             return false;
         };
-        self.bytes <= self.extra
-            || self
-                .bytes
+        b.bytes <= self.extra
+            || b.bytes
                 .saturating_sub(self.extra)
                 .saturating_mul(self.byte_ns_ceil)
                 < e
     }
 
-    /// The earliest time the unit may send (at or before `now` if it may now).
+    /// The earliest time a unit of state `b` may send (at or before `now` if
+    /// it may now).
     #[inline]
-    #[must_use]
-    pub fn release_time(&self) -> Nanos {
-        self.rate.nanos_ceil(self.tat().saturating_sub(self.tau()))
+    pub(crate) fn release_time(&self, b: &Bucket) -> Nanos {
+        self.rate.nanos_ceil(self.tat(b).saturating_sub(self.tau()))
     }
 
-    /// Accounts `len` bytes sent at `now` (less than 1 ns after `TAT` counts as
-    /// on time: see the module docs).
+    /// Accounts `len` bytes sent at `now` in `b`, in one packet or several
+    /// sent at `now` after another send at `now` (the same state either way:
+    /// the bucket is not refilled within an instant).
     #[inline]
-    pub fn on_send(&mut self, now: Nanos, len: u32) {
-        self.send_bytes(now, u64::from(len));
-    }
-
-    /// [`Gcra::on_send`] of `len` bytes, in one packet or several sent at
-    /// `now` after another send at `now` (the same state either way: the
-    /// bucket is not refilled within an instant).
-    #[inline]
-    pub(crate) fn send_bytes(&mut self, now: Nanos, len: u64) {
-        if now <= self.anchor {
+    pub(crate) fn send_bytes(&self, b: &mut Bucket, now: Nanos, len: u64) {
+        if now <= b.anchor {
             // `on_time(now) <= on_time(anchor) <= TAT`: not full.
-            self.bytes += len;
+            b.bytes += len;
             return;
         }
         // `on_time(now) - on_time(anchor)` is `(now - anchor) r` (at most that
@@ -172,48 +240,48 @@ impl Gcra {
         // `8 * 10^9 * bytes` ticks of `TAT` past `on_time(anchor)`: full for sure
         // when `now - anchor > bytes * byte_ns_ceil`, surely not when it is under
         // `bytes * byte_ns_floor`. (A product that overflows decides nothing.)
-        let e = now - self.anchor;
-        let full = if e > self.bytes.saturating_mul(self.byte_ns_ceil) {
+        let e = now - b.anchor;
+        let full = if e > b.bytes.saturating_mul(self.byte_ns_ceil) {
             true
-        } else if e < self.bytes.saturating_mul(self.byte_ns_floor) {
+        } else if e < b.bytes.saturating_mul(self.byte_ns_floor) {
             false
         } else {
-            self.on_time(now) >= self.tat()
+            self.on_time(now) >= self.tat(b)
         };
         if full {
-            self.anchor = now;
-            self.bytes = len;
+            b.anchor = now;
+            b.bytes = len;
         } else {
-            self.bytes += len;
+            b.bytes += len;
         }
     }
 
-    /// Accounts `len` bytes sent at `now` ([`Gcra::on_send`]) and tells
-    /// whether the unit is then held beyond `slack` (`!conforms(now + slack)`).
+    /// Accounts `len` bytes sent at `now` in `b` and tells whether the unit
+    /// is then held beyond `slack` (`!conforms(now + slack)`).
     #[inline]
-    pub(crate) fn send_then_held(&mut self, now: Nanos, len: u32, slack: Nanos) -> bool {
-        self.on_send(now, len);
-        if self.surely_conforms(now) {
+    pub(crate) fn send_then_held(
+        &self,
+        b: &mut Bucket,
+        now: Nanos,
+        len: u32,
+        slack: Nanos,
+    ) -> bool {
+        self.send_bytes(b, now, u64::from(len));
+        if self.surely_conforms(b, now) {
             return false;
         }
         let r = u128::from(self.rate.bps());
-        u128::from(now) * r + u128::from(slack) * r + self.tau() < self.tat()
+        u128::from(now) * r + u128::from(slack) * r + self.tau() < self.tat(b)
     }
 
-    /// Bytes the unit may still send at `now`, after a send at `now`, and not
-    /// be held beyond `slack` (`!conforms(now + slack)` stays false): the
-    /// bytes of `TAT`'s way up to `(now + slack) r + tau`.
-    pub(crate) fn room(&self, now: Nanos, slack: Nanos) -> u64 {
+    /// Bytes a unit of state `b` may still send at `now`, after a send at
+    /// `now`, and not be held beyond `slack` (`!conforms(now + slack)` stays
+    /// false): the bytes of `TAT`'s way up to `(now + slack) r + tau`.
+    pub(crate) fn room(&self, b: &Bucket, now: Nanos, slack: Nanos) -> u64 {
         let r = u128::from(self.rate.bps());
         let allowed = (u128::from(now) + u128::from(slack)) * r + self.tau();
-        let free = allowed.saturating_sub(self.tat()) / TICKS_PER_BYTE;
+        let free = allowed.saturating_sub(self.tat(b)) / TICKS_PER_BYTE;
         u64::try_from(free).unwrap_or(u64::MAX)
-    }
-
-    /// The configured rate.
-    #[must_use]
-    pub fn rate(&self) -> Rate {
-        self.rate
     }
 }
 
@@ -557,7 +625,7 @@ mod tests {
                         held,
                         "{bps} {burst} {now}"
                     );
-                    assert_eq!(g.tat(), m.tat, "{bps} {burst} {now}");
+                    assert_eq!(g.cost.tat(&g.bucket), m.tat, "{bps} {burst} {now}");
                     assert_eq!(g.release_time(), m.release_time());
                     assert_eq!(g.conforms(now), m.conforms(now));
                 }

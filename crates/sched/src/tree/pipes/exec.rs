@@ -3,10 +3,11 @@
 
 use eiffel_queue::prefetch;
 
-use super::super::shaper::{Gcra, Throttled, UNIT_NODE};
+use super::super::shaper::{Bucket, Cost, Throttled, UNIT_NODE};
 use super::band::{Band, Member, Profile};
-use super::{Head, Link, PipeTree, NONE};
+use super::{Head, LeafConf, Link, PipeTree, NONE};
 use crate::packet::{Nanos, Packet};
+use crate::pool::{Fifo, PacketPool};
 use crate::scheduler::{DropReason, Dropped};
 use crate::FlowCore;
 
@@ -38,7 +39,7 @@ impl PipeTree {
             let l = &self.leaves[(n - self.leaves_at) as usize];
             Link {
                 parent: l.parent,
-                slot: l.slot,
+                slot: u32::from(l.slot),
                 active: l.active,
                 throttled: l.throttled,
             }
@@ -71,16 +72,24 @@ impl PipeTree {
         }
     }
 
-    /// Node `n`'s limit, if it has one.
+    /// Node `n`'s limit, if it has one: its configuration and state.
     #[inline(always)]
-    fn limit(&self, n: u32) -> Option<&Gcra> {
+    fn limit(&self, n: u32) -> Option<(&Cost, &Bucket)> {
         if self.is_leaf(n) {
             let l = &self.leaves[(n - self.leaves_at) as usize];
-            l.limited.then_some(&l.limit)
+            l.limited
+                .then(|| (&self.conf(l.parent, l.slot).cost, &l.bucket))
         } else {
             let x = &self.nodes[n as usize];
-            x.limited.then_some(&x.limit)
+            x.limited.then_some((&x.cost, &x.bucket))
         }
+    }
+
+    /// The configuration of the leaf in place `slot` of pipe `pipe`.
+    #[inline(always)]
+    fn conf(&self, pipe: u32, slot: u8) -> &LeafConf {
+        let profile = self.nodes[pipe as usize].band.profile;
+        &self.confs[profile as usize][usize::from(slot)]
     }
 
     /// Whether node `n` has a packet it could send (ignoring its own throttle).
@@ -125,8 +134,9 @@ impl PipeTree {
     /// the shaper's precision.
     #[inline]
     fn hold(&self, n: u32, now: Nanos) -> Option<Nanos> {
-        let limit = self.limit(n)?;
-        (!limit.conforms(now.saturating_add(self.slack))).then(|| limit.release_time())
+        let (cost, bucket) = self.limit(n)?;
+        let soon = now.saturating_add(self.slack);
+        (!cost.conforms(bucket, soon)).then(|| cost.release_time(bucket))
     }
 
     /// Files node `n` in the shaper until `at`, out of its parent's queue.
@@ -239,8 +249,10 @@ impl PipeTree {
         if pkt.len > self.spec.mtu {
             return Err(self.refuse(leaf, pkt, DropReason::TooLarge));
         }
+        let l = &self.leaves[(leaf - self.leaves_at) as usize];
+        let capacity = self.conf(l.parent, l.slot).capacity;
         let l = &mut self.leaves[(leaf - self.leaves_at) as usize];
-        if l.fifo.len() >= l.capacity {
+        if l.fifo.len() >= capacity {
             return Err(self.refuse(leaf, pkt, DropReason::LeafFull));
         }
         if self.pool.push_back(&mut l.fifo, pkt).is_err() {
@@ -286,24 +298,25 @@ impl PipeTree {
             }
             return queued;
         }
-        // Step `k`: the place of packet `k`, the leaf of `k - GAP`, the
-        // path of `k - 2 GAP`, and packet `k - 3 GAP` queued.
-        for k in 0..pkts.len() + 3 * GAP {
+        // The places of every packet first (they come from the cache, or
+        // close), then at step `k` the leaf of packet `k`, the path of
+        // `k - GAP`, and packet `k - 2 GAP` queued.
+        for p in pkts {
+            if let Some(place) = self.place.get(p.class as usize) {
+                prefetch(place);
+            }
+        }
+        for k in 0..pkts.len() + 2 * GAP {
             let at = |s: usize| k.checked_sub(s * GAP).and_then(|i| pkts.get(i));
             if let Some(p) = at(0) {
-                if let Some(place) = self.place.get(p.class as usize) {
-                    prefetch(place);
-                }
-            }
-            if let Some(p) = at(1) {
                 if let Some(leaf) = self.leaf_at(p.class) {
                     self.prefetch_leaf(leaf);
                 }
             }
-            if let Some(p) = at(2) {
+            if let Some(p) = at(1) {
                 self.prefetch_path(p);
             }
-            if let Some(p) = at(3) {
+            if let Some(p) = at(2) {
                 offer(self, p);
             }
         }
@@ -318,7 +331,9 @@ impl PipeTree {
         };
         let l = &self.leaves[(leaf - self.leaves_at) as usize];
         self.pool.prefetch_tail(&l.fifo);
-        self.prefetch_pipe(l.parent);
+        if let Some(node) = self.nodes.get(l.parent as usize) {
+            prefetch(node);
+        }
     }
 
     /// Takes the next packet; see [`Scheduler::dequeue`](crate::Scheduler::dequeue).
@@ -347,6 +362,8 @@ impl PipeTree {
     #[inline(always)]
     fn send_leaf(&mut self, n: u32, now: Nanos) -> Packet {
         let slack = self.slack;
+        let l = &self.leaves[(n - self.leaves_at) as usize];
+        let cost = self.conf(l.parent, l.slot).cost;
         let l = &mut self.leaves[(n - self.leaves_at) as usize];
         let pkt = if self.prefetching {
             self.pool.pop_front_ahead(&mut l.fifo)
@@ -356,11 +373,11 @@ impl PipeTree {
         let pkt = pkt.expect("a leaf with a head has a packet");
         l.sent.packets += 1;
         l.sent.bytes += u64::from(pkt.len);
-        let held = l.limited && l.limit.send_then_held(now, pkt.len, slack);
-        let (parent, slot) = (l.parent, l.slot);
+        let held = l.limited && cost.send_then_held(&mut l.bucket, now, pkt.len, slack);
+        let (parent, slot) = (l.parent, u32::from(l.slot));
         let next = match self.pool.front_slot(&l.fifo) {
             Some(_) if held => {
-                let at = l.limit.release_time();
+                let at = cost.release_time(&l.bucket);
                 self.throttle_node(n, now, at);
                 None
             }
@@ -400,7 +417,8 @@ impl PipeTree {
             return None;
         }
         if held {
-            let at = self.nodes[c as usize].limit.release_time();
+            let node = &self.nodes[c as usize];
+            let at = node.cost.release_time(&node.bucket);
             self.throttle_node(c, now, at);
             return None;
         }
@@ -410,44 +428,60 @@ impl PipeTree {
         }
         let pick = self.first_child[c as usize] + u;
         if self.prefetching && !self.is_pipe(c) && self.is_pipe(pick) {
-            self.prefetch_turn(c, pick);
+            self.prefetch_turn(c);
         }
         self.descend(pick)
     }
 
-    /// Hints both lines of leaf `n`.
+    /// Hints leaf `n`'s record.
     #[inline(always)]
     fn prefetch_leaf(&self, n: u32) {
         if let Some(l) = self.leaves.get((n - self.leaves_at) as usize) {
             prefetch(l);
-            prefetch(&l.limit);
         }
     }
 
     /// `drr` node `c` turned to pipe `pick`, as `rte_sched`'s grinders
-    /// pipeline a pipe's visit: hints the head packets of the leaves `pick`
-    /// has queued (their records hinted a turn earlier), then the node,
-    /// members and leaves of the pipe after it in the round.
+    /// pipeline a pipe's visit, one stage a turn over the pipes after it in
+    /// the round: the slots after the heads of the next pipe's queued leaves,
+    /// the head slots of the pipe after that (their leaves' records hinted a
+    /// turn earlier), and the node, members and leaves of the third.
     #[inline]
-    fn prefetch_turn(&self, c: u32, pick: u32) {
-        let band = &self.nodes[pick as usize].band;
-        let mut queued = band.queued_units(&self.profiles[band.profile as usize]);
-        let first = self.first_child[pick as usize] - self.leaves_at;
-        while queued != 0 {
-            let u = queued.trailing_zeros();
-            queued &= queued - 1;
-            if let Some(l) = self.leaves.get((first + u) as usize) {
-                self.pool.prefetch_head(&l.fifo);
-            }
-        }
-        if let Some(u) = self.drr[c as usize].second() {
-            let after = self.first_child[c as usize] + u;
-            self.prefetch_pipe(after);
+    fn prefetch_turn(&self, c: u32) {
+        let drr = &self.drr[c as usize];
+        let first = self.first_child[c as usize];
+        let Some(next) = drr.second() else {
+            return;
+        };
+        self.prefetch_leaves_of(first + next, |pool, fifo| pool.prefetch_second(fifo));
+        let Some(then) = drr.following(next) else {
+            return;
+        };
+        self.prefetch_leaves_of(first + then, |pool, fifo| pool.prefetch_head(fifo));
+        self.prefetch_members(first + then);
+        if let Some(u) = drr.following(then) {
+            let after = first + u;
+            prefetch(&self.nodes[after as usize]);
             let from = self.first_child[after as usize];
             let to = self.first_child.get(after as usize + 1).copied();
             let to = to.unwrap_or(self.leaves_at + self.leaves.len() as u32);
             for leaf in from..to {
                 self.prefetch_leaf(leaf);
+            }
+        }
+    }
+
+    /// `hint` on the FIFO of every leaf pipe `pipe` has queued.
+    #[inline]
+    fn prefetch_leaves_of(&self, pipe: u32, hint: impl Fn(&PacketPool, &Fifo)) {
+        let band = &self.nodes[pipe as usize].band;
+        let mut queued = band.queued_units(&self.profiles[band.profile as usize]);
+        let first = self.first_child[pipe as usize] - self.leaves_at;
+        while queued != 0 {
+            let u = queued.trailing_zeros();
+            queued &= queued - 1;
+            if let Some(l) = self.leaves.get((first + u) as usize) {
+                hint(&self.pool, &l.fifo);
             }
         }
     }
@@ -461,11 +495,10 @@ impl PipeTree {
         (band, p, &mut self.members[at..at + p.members()])
     }
 
-    /// Hints pipe `n`'s node and its members' line.
+    /// Hints the line of pipe `n`'s members (reading its node).
     #[inline]
-    fn prefetch_pipe(&self, n: u32) {
+    fn prefetch_members(&self, n: u32) {
         let node = &self.nodes[n as usize];
-        prefetch(node);
         if let Some(m) = self.members.get(node.band.members_at as usize) {
             prefetch(m);
         }
@@ -482,7 +515,10 @@ impl PipeTree {
             node.backlog.packets -= 1;
             node.backlog.bytes -= len;
             let (parent, slot, left) = (node.parent, node.slot, node.backlog.packets);
-            let held = node.limited && node.limit.send_then_held(now, pkt.len, self.slack);
+            let held = node.limited
+                && node
+                    .cost
+                    .send_then_held(&mut node.bucket, now, pkt.len, self.slack);
             let next = self.next_head(c, below, left, held, now);
             if parent == NONE {
                 if let Some(h) = next {

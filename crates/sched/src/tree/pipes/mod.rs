@@ -21,7 +21,8 @@ mod view;
 
 use eiffel_queue::Handle;
 
-use super::shaper::{Gcra, Shaper};
+use super::ets::MAX_ETS_UNITS;
+use super::shaper::{Bucket, Cost, Shaper};
 use super::spec::TreeSpec;
 use super::txn::Unit;
 use crate::packet::{ClassId, Nanos, Packet};
@@ -66,25 +67,38 @@ struct Node {
     sent: Backlog,
     /// A pipe's discipline state (unused in a `drr` node).
     band: Band,
-    limit: Gcra,
+    bucket: Bucket,
+    cost: Cost,
 }
 
-/// A leaf: its FIFO (which is its backlog), links and flags in its first
-/// line, its limit and sent counts in the second.
+/// A leaf: its FIFO (which is its backlog), sent counts, limit state, link
+/// and flags, in one line. Its capacity and its limit's configuration are its
+/// pipe's profile's ([`LeafConf`]).
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(64))]
 struct Leaf {
     fifo: Fifo,
+    sent: Backlog,
+    bucket: Bucket,
     /// Its pipe's position.
     parent: u32,
-    slot: u32,
-    /// Most packets it may queue.
-    capacity: u32,
+    /// Its unit index at its pipe (below [`MAX_ETS_UNITS`]).
+    slot: u8,
     active: bool,
     throttled: bool,
     limited: bool,
-    limit: Gcra,
-    sent: Backlog,
+}
+
+const _: () = assert!(core::mem::size_of::<Leaf>() == 64);
+const _: () = assert!(MAX_ETS_UNITS <= u8::MAX as usize + 1);
+
+/// What the leaves in one place of every pipe of a profile share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct LeafConf {
+    /// Most packets it may queue.
+    capacity: u32,
+    /// Its limit's configuration ([`Cost::UNUSED`] without one).
+    cost: Cost,
 }
 
 /// A node's place and flags, leaf or not.
@@ -131,6 +145,8 @@ pub struct PipeTree {
     drr: Vec<DrrCore>,
     /// The pipes' configurations.
     profiles: Vec<Profile>,
+    /// Per profile, per unit: its leaf's configuration.
+    confs: Vec<Box<[LeafConf]>>,
     /// The pipes' shared levels' members, each pipe's from its band's
     /// `members_at`, whole lines of four.
     members: Vec<Member>,
@@ -181,7 +197,7 @@ impl PipeTree {
         let drr = (0..layout.pipes_at)
             .map(|pos| drr_core(&units(pos), spec.mtu).map_err(|e| named(pos, e)))
             .collect::<Result<Vec<_>, _>>()?;
-        let (profiles, members) = bands(&spec, &kids, &order, &layout, &mut nodes);
+        let (profiles, confs, members) = bands(&spec, &kids, &order, &layout, &mut nodes);
         let limited = spec.nodes.iter().filter(|n| n.limit.is_some()).count();
         let shaper = Shaper::new(spec.shaper, limited)?;
         let n = order.len();
@@ -200,6 +216,7 @@ impl PipeTree {
             first_child,
             drr,
             profiles,
+            confs,
             members,
             drops: vec![DropCounts::default(); n],
             filed: vec![None; n],
@@ -239,11 +256,6 @@ fn records(
     place: &[u32],
     layout: &shape::Layout,
 ) -> (Vec<Node>, Vec<Leaf>, Vec<u32>) {
-    let limit = |i: usize| {
-        spec.nodes[i]
-            .limit
-            .map_or(Gcra::UNUSED, |l| Gcra::new(l, spec.mtu))
-    };
     let mut links = vec![(NONE, 0u32); order.len()];
     let mut first_child = vec![NONE; layout.leaves_at as usize];
     for (pos, &i) in order.iter().enumerate().take(layout.leaves_at as usize) {
@@ -264,7 +276,8 @@ fn records(
             backlog: Backlog::default(),
             sent: Backlog::default(),
             band: Band::default(),
-            limit: limit(i as usize),
+            cost: cost_of(spec, i as usize),
+            bucket: Bucket::default(),
         })
         .collect();
     let leaves = order[layout.leaves_at as usize..]
@@ -272,14 +285,13 @@ fn records(
         .zip(&links[layout.leaves_at as usize..])
         .map(|(&i, &(parent, slot))| Leaf {
             fifo: Fifo::new(),
+            sent: Backlog::default(),
+            bucket: Bucket::default(),
             parent,
-            slot,
-            capacity: spec.nodes[i as usize].capacity.unwrap_or(u32::MAX),
+            slot: slot as u8,
             active: false,
             throttled: false,
             limited: spec.nodes[i as usize].limit.is_some(),
-            limit: limit(i as usize),
-            sent: Backlog::default(),
         })
         .collect();
     (nodes, leaves, first_child)
@@ -317,16 +329,17 @@ impl Scheduler for PipeTree {
     }
 }
 
-/// The pipes' profiles (one per distinct configuration of children) and
-/// member records; sets each pipe's band.
+/// The pipes' profiles (one per distinct configuration of children), their
+/// leaves' configurations and the member records; sets each pipe's band.
 fn bands(
     spec: &TreeSpec,
     kids: &[Vec<usize>],
     order: &[u32],
     layout: &shape::Layout,
     nodes: &mut [Node],
-) -> (Vec<Profile>, Vec<Member>) {
+) -> (Vec<Profile>, Vec<Box<[LeafConf]>>, Vec<Member>) {
     let mut profiles: Vec<Profile> = Vec::new();
+    let mut confs: Vec<Box<[LeafConf]>> = Vec::new();
     let mut members = 0usize;
     for pos in layout.pipes_at..layout.leaves_at {
         let i = order[pos as usize] as usize;
@@ -335,17 +348,30 @@ fn bands(
             .map(|&c| (spec.nodes[c].priority, spec.nodes[c].weight))
             .collect();
         let profile = Profile::new(&children, spec.mtu);
-        let k = match profiles.iter().position(|p| *p == profile) {
-            Some(k) => k,
-            None => {
-                profiles.push(profile);
-                profiles.len() - 1
-            }
-        };
+        let conf: Box<[LeafConf]> = kids[i]
+            .iter()
+            .map(|&c| LeafConf {
+                capacity: spec.nodes[c].capacity.unwrap_or(u32::MAX),
+                cost: cost_of(spec, c),
+            })
+            .collect();
+        let found = (0..profiles.len()).find(|&k| profiles[k] == profile && confs[k] == conf);
+        let k = found.unwrap_or_else(|| {
+            profiles.push(profile);
+            confs.push(conf);
+            profiles.len() - 1
+        });
         nodes[pos as usize].band = Band::new(k as u32, members as u32);
         members += profiles[k].members().next_multiple_of(4);
     }
-    (profiles, vec![Member::default(); members])
+    (profiles, confs, vec![Member::default(); members])
+}
+
+/// The configuration of node `i`'s limit ([`Cost::UNUSED`] without one).
+fn cost_of(spec: &TreeSpec, i: usize) -> Cost {
+    spec.nodes[i]
+        .limit
+        .map_or(Cost::UNUSED, |l| Cost::new(l, spec.mtu))
 }
 
 /// A DRR core over `units`, each with a quantum of its weight times `mtu`
