@@ -445,7 +445,8 @@ impl PipeTree {
     /// pipeline a pipe's visit, one stage a turn over the pipes after it in
     /// the round: the slots after the heads of the next pipe's queued leaves,
     /// the head slots of the pipe after that (their leaves' records hinted a
-    /// turn earlier), and the node, members and leaves of the third.
+    /// turn earlier), and the node (both lines), members and leaves of the
+    /// third.
     #[inline]
     fn prefetch_turn(&self, c: u32) {
         let drr = &self.drr[c as usize];
@@ -461,7 +462,9 @@ impl PipeTree {
         self.prefetch_members(first + then);
         if let Some(u) = drr.following(then) {
             let after = first + u;
-            prefetch(&self.nodes[after as usize]);
+            let node = &self.nodes[after as usize];
+            prefetch(node);
+            prefetch(&node.bucket);
             let from = self.first_child[after as usize];
             let to = self.first_child.get(after as usize + 1).copied();
             let to = to.unwrap_or(self.leaves_at + self.leaves.len() as u32);
