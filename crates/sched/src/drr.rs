@@ -150,8 +150,7 @@ impl<A: Clone + Default> DrrCore<A> {
     /// The flow whose turn follows the current one's, if another is queued.
     #[inline]
     pub(crate) fn second(&self) -> Option<u32> {
-        let head = self.flows.record_checked(self.head)?;
-        (head.core.next != NIL).then_some(head.core.next)
+        self.following(self.head)
     }
 
     /// The flow whose turn follows `f`'s, if `f` is queued and not last.
