@@ -60,6 +60,9 @@ class Scheduler:
     def from_toml(text: str, name: str = "<string>") -> "Scheduler": ...
     @property
     def name(self) -> str: ...
+    @property
+    def executor(self) -> str:
+        """``"pipe-tree"`` when the tree has the pipe executor's shape, else ``"policy-tree"``."""
     def leaf(self, name: str) -> int: ...
     def enqueue(self, packet: Packet, now: int) -> Optional[Dropped]:
         """``None`` if queued, else ``(packet dropped, reason)``."""

@@ -5,17 +5,18 @@ use std::path::PathBuf;
 
 use eiffel_classify::Classifier;
 use eiffel_policy::Policy;
-use eiffel_sched::{Backlog, Counters, Dropped, PolicyTree, Scheduler as _};
+use eiffel_sched::{AutoTree, Backlog, Counters, Dropped, Scheduler as _};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::error;
 use crate::packet::Packet;
 
-/// A policy tree built from a policy file, with the policy's classifier.
+/// A policy tree built from a policy file, with the policy's classifier;
+/// run by the pipe executor when the tree has its shape.
 #[pyclass(module = "eiffel._eiffel", unsendable)]
 pub struct Scheduler {
-    tree: PolicyTree,
+    tree: AutoTree,
     classifier: Classifier,
     name: String,
 }
@@ -50,7 +51,7 @@ pub(crate) fn outcome(r: Result<(), Dropped>) -> Option<(Packet, &'static str)> 
 impl Scheduler {
     fn of(policy: &Policy) -> PyResult<Self> {
         Ok(Scheduler {
-            tree: policy.build(),
+            tree: policy.build_auto(),
             classifier: policy.classifier().map_err(error)?,
             name: policy.file_name().to_string(),
         })
@@ -116,16 +117,49 @@ impl Scheduler {
 
     /// Every node, in policy order: its `path`, `discipline`, and counters.
     fn nodes<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        self.tree
-            .nodes()
-            .map(|v| {
-                let d = counters(py, &v.counters, v.backlog)?;
-                d.set_item("path", &v.path)?;
-                d.set_item("discipline", v.discipline.as_deref().unwrap_or("fifo"))?;
-                d.set_item("leaf", v.is_leaf)?;
-                Ok(d)
-            })
-            .collect()
+        let node = |c: &Counters, b: Backlog, path: &str, discipline: Option<&str>, leaf: bool| {
+            let d = counters(py, c, b)?;
+            d.set_item("path", path)?;
+            d.set_item("discipline", discipline.unwrap_or("fifo"))?;
+            d.set_item("leaf", leaf)?;
+            Ok(d)
+        };
+        match &self.tree {
+            AutoTree::General(t) => t
+                .nodes()
+                .map(|v| {
+                    node(
+                        &v.counters,
+                        v.backlog,
+                        &v.path,
+                        v.discipline.as_deref(),
+                        v.is_leaf,
+                    )
+                })
+                .collect(),
+            AutoTree::Pipes(t) => (0..t.len())
+                .map(|i| {
+                    let leaf = t.spec().is_leaf(i);
+                    let discipline = (!leaf).then(|| t.spec().nodes[i].discipline.name());
+                    let path = self.tree.path(i);
+                    node(
+                        &t.node_counters(i),
+                        t.node_backlog(i),
+                        &path,
+                        discipline,
+                        leaf,
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// The executor running the tree: `"pipe-tree"` when its shape allows
+    /// (`drr` levels over `ets` pipes over FIFO leaves, as DPDK `rte_sched`'s
+    /// hierarchy), `"policy-tree"` otherwise. Both send the same packets.
+    #[getter]
+    fn executor(&self) -> &'static str {
+        self.tree.executor().name()
     }
 
     /// Packets queued.

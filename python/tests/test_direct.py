@@ -62,6 +62,29 @@ def test_policy_tree_priority_limits_and_counters():
     assert nodes["root/hi"]["dropped"] == 2 and nodes["root/lo"]["dequeued"] == 6
 
 
+def test_an_rte_shaped_policy_runs_on_the_pipe_executor(examples):
+    s = eiffel.Scheduler(examples / "policies" / "hqos.toml")
+    assert s.executor == "pipe-tree"
+    assert eiffel.Scheduler.from_toml(STRICT).executor == "policy-tree"
+    leaves = [n["path"].rsplit("/", 1)[1] for n in s.nodes() if n["leaf"]]
+    assert len(leaves) == 64
+    rng = random.Random(3)
+    sent = 0
+    for step in range(200):
+        now = step * 100_000
+        for _ in range(8):
+            leaf = s.leaf(rng.choice(leaves))
+            assert s.enqueue(eiffel.Packet(rng.randint(64, 1500), leaf=leaf), now) is None
+        while s.dequeue(now) is not None:
+            sent += 1
+    nodes = {n["path"]: n for n in s.nodes()}
+    assert nodes["port"]["discipline"] == "drr" and nodes["port/subport/a"]["discipline"] == "ets"
+    assert nodes["port/subport/a/a-tc0"]["discipline"] == "fifo"
+    assert nodes["port"]["dequeued"] == sent == s.counters()["dequeued"]
+    assert nodes["port"]["queued"] == len(s) == 1600 - sent
+    assert sum(nodes[f"port/subport/{p}"]["dequeued"] for p in "abcd") == sent
+
+
 def test_classify_by_the_rules():
     s = eiffel.Scheduler.from_toml(STRICT)
     udp = b"\x02" * 12 + b"\x08\x00" + bytes([0x45, 0, 0, 28, 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]) + bytes(8)

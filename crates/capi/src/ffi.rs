@@ -11,13 +11,15 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use eiffel_classify::Classifier;
 use eiffel_policy::Policy;
-use eiffel_sched::{PolicyTree, Scheduler};
+use eiffel_sched::tree::Executor;
+use eiffel_sched::{AutoTree, Scheduler};
 
 use crate::types::{EiffelCounters, EiffelDrop, EiffelDropReason, EiffelPacket, EiffelStatus};
 
-/// A loaded policy: its tree, its classifier and its node paths.
+/// A loaded policy: its tree (run by the pipe executor when its shape
+/// allows), its classifier and its node paths.
 pub struct EiffelScheduler {
-    tree: PolicyTree,
+    tree: AutoTree,
     classifier: Classifier,
     /// Each node's path, NUL-terminated, for `eiffel_scheduler_node_path`.
     paths: Vec<CString>,
@@ -113,10 +115,9 @@ unsafe fn create(policy: &Policy, out: *mut *mut EiffelScheduler) -> EiffelStatu
             )
         }
     };
-    let tree = policy.build();
-    let paths = tree
-        .nodes()
-        .map(|v| CString::new(v.path).unwrap_or_default())
+    let tree = policy.build_auto();
+    let paths = (0..tree.len())
+        .map(|i| CString::new(tree.path(i)).unwrap_or_default())
         .collect();
     let sched = Box::new(EiffelScheduler {
         tree,
@@ -502,6 +503,23 @@ pub unsafe extern "C" fn eiffel_scheduler_node_count(s: *const EiffelScheduler) 
     unsafe { s.as_ref() }.map_or(0, |s| s.paths.len())
 }
 
+/// The executor running the policy, a static NUL-terminated string:
+/// `"pipe-tree"` when the tree has the pipe executor's shape (`drr` levels
+/// over `ets` pipes over FIFO leaves, as DPDK `rte_sched`'s hierarchy),
+/// `"policy-tree"` otherwise; NULL for NULL. Both send the same packets in
+/// the same order.
+///
+/// # Safety
+/// `s` as in `eiffel_scheduler_free`.
+#[no_mangle]
+pub unsafe extern "C" fn eiffel_scheduler_executor(s: *const EiffelScheduler) -> *const c_char {
+    // SAFETY: NULL or a live scheduler by the caller's contract.
+    unsafe { s.as_ref() }.map_or(std::ptr::null(), |s| match s.tree.executor() {
+        Executor::General => c"policy-tree".as_ptr(),
+        Executor::Pipes => c"pipe-tree".as_ptr(),
+    })
+}
+
 /// The path (`root/tenants/a`) of node `index`, valid until the scheduler is
 /// freed; NULL if out of range.
 ///
@@ -518,8 +536,9 @@ pub unsafe extern "C" fn eiffel_scheduler_node_path(
         .map_or(std::ptr::null(), |p| p.as_ptr())
 }
 
-/// The counters and backlog of node `index`'s subtree into `*out`. Builds a
-/// view of the node (it allocates): for monitoring, not per packet.
+/// The counters and backlog of node `index`'s subtree into `*out`. Under the
+/// general tree this builds a view of the node (it allocates): for
+/// monitoring, not per packet.
 ///
 /// # Safety
 /// `s` as in `eiffel_scheduler_free`; `out` NULL or writable.
@@ -544,10 +563,13 @@ pub unsafe extern "C" fn eiffel_scheduler_node_counters(
                 ),
             );
         }
-        let v = sched.tree.node(index);
+        let c = EiffelCounters::new(
+            &sched.tree.node_counters(index),
+            sched.tree.node_backlog(index),
+        );
         // SAFETY: non-NULL and writable by the caller's contract.
         unsafe {
-            out.write(EiffelCounters::new(&v.counters, v.backlog));
+            out.write(c);
         }
         EiffelStatus::Ok
     })
@@ -588,6 +610,100 @@ mod tests {
             EiffelStatus::Ok => Ok(id),
             e => Err(e),
         }
+    }
+
+    /// `examples/policies/hqos.toml`, DPDK `rte_sched`'s hierarchy.
+    fn hqos_path() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/policies/hqos.toml")
+    }
+
+    fn executor(s: *const EiffelScheduler) -> String {
+        // SAFETY: a live scheduler; the name is a static NUL-terminated string.
+        unsafe { CStr::from_ptr(eiffel_scheduler_executor(s)) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    #[test]
+    fn an_rte_shaped_policy_runs_on_the_pipe_executor_in_lockstep() {
+        let path = CString::new(hqos_path().to_string_lossy().as_bytes()).unwrap();
+        let mut s = null_mut();
+        // SAFETY: a NUL-terminated path and a writable out pointer.
+        let st = unsafe { eiffel_scheduler_load(path.as_ptr(), &mut s) };
+        assert_eq!(st, EiffelStatus::Ok, "{}", last_error());
+        assert_eq!(executor(s), "pipe-tree");
+        let policy = Policy::load(hqos_path()).unwrap();
+        let mut general = policy.build();
+        let leaves: Vec<u32> = (0..policy.spec().nodes.len() as u32)
+            .filter(|&i| policy.spec().is_leaf(i as usize))
+            .collect();
+        let mut seed = 7u64;
+        let mut next = move || {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (seed >> 33) as u32
+        };
+        let mut drop = EiffelDrop {
+            packet: EiffelPacket::default(),
+            reason: EiffelDropReason::Shutdown,
+        };
+        let mut out = EiffelPacket::default();
+        for step in 0..2_000u32 {
+            let now = u64::from(step) * 20_000;
+            for k in 0..8 {
+                let p = EiffelPacket {
+                    buffer: step * 8 + k,
+                    len: 64 + next() % 1437,
+                    leaf: leaves[next() as usize % leaves.len()],
+                    deadline_ns: u64::MAX,
+                    ..EiffelPacket::default()
+                };
+                // SAFETY: live scheduler, readable packet, writable drop record.
+                let st = unsafe { eiffel_scheduler_enqueue(s, &p, now, &mut drop) };
+                let reference = general.enqueue(p.into(), now);
+                assert_eq!(st == EiffelStatus::Ok, reference.is_ok(), "step {step}");
+            }
+            for _ in 0..6 {
+                // SAFETY: live scheduler, writable out.
+                let st = unsafe { eiffel_scheduler_dequeue(s, now, &mut out) };
+                let reference = general.dequeue(now);
+                assert_eq!(st == EiffelStatus::Ok, reference.is_some(), "step {step}");
+                if let Some(r) = reference {
+                    assert_eq!(out.buffer, r.buffer, "step {step}: the same packet");
+                }
+            }
+        }
+        let mut c = EiffelCounters::default();
+        for i in 0..general.len() {
+            // SAFETY: live scheduler, an index in range, writable out.
+            let st = unsafe { eiffel_scheduler_node_counters(s, i, &mut c) };
+            assert_eq!(st, EiffelStatus::Ok);
+            let v = general.node(i);
+            assert_eq!(
+                c,
+                EiffelCounters::new(&v.counters, v.backlog),
+                "node {}",
+                v.path
+            );
+        }
+        let c = general.counters();
+        assert!(c.dequeued > 5_000, "the run sent packets: {c:?}");
+        assert!(
+            general.backlog().packets > 0,
+            "the limits held packets back"
+        );
+        // SAFETY: a live scheduler, freed once; NULL names no executor.
+        unsafe {
+            eiffel_scheduler_free(s);
+            assert!(eiffel_scheduler_executor(null()).is_null());
+        }
+        let strict = load();
+        assert_eq!(
+            executor(strict),
+            "policy-tree",
+            "a strict root is not a pipe tree"
+        );
+        // SAFETY: a live scheduler, freed once.
+        unsafe { eiffel_scheduler_free(strict) };
     }
 
     #[test]

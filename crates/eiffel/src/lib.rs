@@ -86,4 +86,4 @@ pub use eiffel_pspat as pspat;
 pub use eiffel_policy::Policy;
 pub use eiffel_sched::time::{Duration, Nanos, Rate};
 pub use eiffel_sched::tree::{Discipline, NodeSpec, TreeSpec};
-pub use eiffel_sched::{DropReason, Dropped, Packet, PolicyTree, Scheduler};
+pub use eiffel_sched::{AutoTree, DropReason, Dropped, Packet, PolicyTree, Scheduler};

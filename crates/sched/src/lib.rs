@@ -58,5 +58,5 @@ pub use scheduler::{
 };
 pub use stfq::{Stfq, StfqCore};
 pub use time::{Duration, Rate};
-pub use tree::PolicyTree;
+pub use tree::{AutoTree, PolicyTree};
 pub use wf2q::{Wf2qCore, Wf2qPlus};

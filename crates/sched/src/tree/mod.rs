@@ -85,6 +85,7 @@
 //! When that release is of a unit whose ancestor is itself still throttled, `dequeue`
 //! at that time returns `None` and `next_ready` then names the next release.
 
+mod auto;
 mod build;
 mod burst;
 mod cq;
@@ -116,6 +117,7 @@ use crate::scheduler::{
 };
 use eiffel_queue::Handle;
 
+pub use auto::{AutoTree, Executor};
 pub use cq::{b_wfi_bound, fairness_bound};
 pub use discipline::{
     CalendarPolicy, CalendarSpec, Discipline, EdfRotation, FairQueue, QueueChoice, Rank,
