@@ -137,9 +137,13 @@ impl Scheduler {
                     )
                 })
                 .collect(),
-            AutoTree::Pipes(t) => (0..t.len())
-                .map(|i| {
-                    let leaf = t.spec().is_leaf(i);
+            AutoTree::Pipes(t) => t
+                .spec()
+                .child_lists()
+                .iter()
+                .enumerate()
+                .map(|(i, kids)| {
+                    let leaf = kids.is_empty();
                     let discipline = (!leaf).then(|| t.spec().nodes[i].discipline.name());
                     let path = self.tree.path(i);
                     node(

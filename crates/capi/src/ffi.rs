@@ -536,8 +536,7 @@ pub unsafe extern "C" fn eiffel_scheduler_node_path(
         .map_or(std::ptr::null(), |p| p.as_ptr())
 }
 
-/// The counters and backlog of node `index`'s subtree into `*out`. Under the
-/// general tree this builds a view of the node (it allocates): for
+/// The counters and backlog of node `index`'s subtree into `*out`: for
 /// monitoring, not per packet.
 ///
 /// # Safety

@@ -111,15 +111,7 @@ impl AutoTree {
     /// If `i` is not a node index.
     #[must_use]
     pub fn path(&self, i: usize) -> String {
-        let nodes = &self.spec().nodes;
-        let mut names = vec![nodes[i].name.as_str()];
-        let mut cur = nodes[i].parent;
-        while let Some(p) = cur {
-            names.push(nodes[p].name.as_str());
-            cur = nodes[p].parent;
-        }
-        names.reverse();
-        names.join("/")
+        self.spec().path(i)
     }
 
     /// The counters of node `i`'s subtree, as
@@ -142,7 +134,7 @@ impl AutoTree {
     #[must_use]
     pub fn node_backlog(&self, i: usize) -> Backlog {
         match self {
-            AutoTree::General(t) => t.node(i).backlog,
+            AutoTree::General(t) => t.settled(i).1,
             AutoTree::Pipes(t) => t.node_backlog(i),
         }
     }

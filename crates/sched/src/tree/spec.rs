@@ -176,6 +176,22 @@ impl TreeSpec {
         self.children(i).next().is_none()
     }
 
+    /// Node `i`'s path from the root, names joined by `/` (`root/tenants/a`).
+    ///
+    /// # Panics
+    /// If `i` or a parent on its way up is not a node index.
+    #[must_use]
+    pub fn path(&self, i: usize) -> String {
+        let mut names = vec![self.nodes[i].name.as_str()];
+        let mut cur = self.nodes[i].parent;
+        while let Some(p) = cur {
+            names.push(self.nodes[p].name.as_str());
+            cur = self.nodes[p].parent;
+        }
+        names.reverse();
+        names.join("/")
+    }
+
     /// The root's index (validated specs have exactly one).
     #[must_use]
     pub fn root(&self) -> Option<usize> {

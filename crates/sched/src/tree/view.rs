@@ -62,17 +62,6 @@ impl PolicyTree {
         d
     }
 
-    fn path(&self, i: usize) -> String {
-        let mut names = vec![self.spec.nodes[i].name.as_str()];
-        let mut cur = self.nodes[i].parent;
-        while cur != NONE {
-            names.push(self.spec.nodes[cur as usize].name.as_str());
-            cur = self.nodes[cur as usize].parent;
-        }
-        names.reverse();
-        names.join("/")
-    }
-
     /// The counters of node `i`'s subtree. A node counts what left it and what
     /// was dropped in it; what entered it is their sum with what it still holds.
     pub(super) fn node_counters(&self, i: usize) -> Counters {
@@ -101,7 +90,7 @@ impl PolicyTree {
         NodeView {
             index: i,
             spec: &self.spec.nodes[i],
-            path: self.path(i),
+            path: self.spec.path(i),
             depth: self.depth(i),
             is_leaf: !node.kind.is_internal(),
             discipline,
