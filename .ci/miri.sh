@@ -3,9 +3,9 @@
 # sleeper, client lists, tags, link and sinks, eiffel-net's frame pool (real
 # threads) and ring walkers (on fake kernel rings in ordinary memory), and
 # eiffel-queue's prefetch hint and cffs's slab, eiffel-sched's compiled rank
-# programs and the policy tree's node store, and eiffel-capi's FFI functions
-# (NULL pointers, the panic guard). Installs the nightly miri component if it is
-# missing.
+# programs and the record stores of the policy tree and the pipe executor, and
+# eiffel-capi's FFI functions (NULL pointers, the panic guard). Installs the
+# nightly miri component if it is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! cargo +nightly miri --version >/dev/null 2>&1; then
@@ -25,9 +25,10 @@ cargo +nightly miri test -p eiffel-net --lib -- sys:: frames::
 # justified by its invariants) runs its own tests and cffs's.
 cargo +nightly miri test -p eiffel-queue --lib -- prefetch:: store:: bucketed:: circular:: slab:: cffs::
 # eiffel-sched: the compiled rank programs (frame slots indexed unchecked,
-# justified by the compiler's bounds check) and the policy tree's node lookups
-# by its own ids (unchecked in release builds).
-cargo +nightly miri test -p eiffel-sched --lib -- tree::program:: tree::nodes::
+# justified by the compiler's bounds check), and the record lookups of the
+# policy tree and the pipe executor by the ids they hold (unchecked in release
+# builds).
+cargo +nightly miri test -p eiffel-sched --lib -- tree::program:: tree::nodes:: tree::pipes::
 # The C API's extern functions on a small policy (about 1 min of tests, plus
 # the build of its dependencies).
 cargo +nightly miri test -p eiffel-capi --lib -- ffi::

@@ -104,6 +104,7 @@ mod sched;
 mod select;
 mod shaper;
 mod spec;
+mod store;
 #[cfg(test)]
 mod testing;
 pub mod txn;

@@ -36,7 +36,7 @@ impl PipeTree {
     #[inline(always)]
     pub(super) fn link(&self, n: u32) -> Link {
         if self.is_leaf(n) {
-            let l = &self.leaves[(n - self.leaves_at) as usize];
+            let l = self.leaves.at(n - self.leaves_at);
             Link {
                 parent: l.parent,
                 slot: u32::from(l.slot),
@@ -44,7 +44,7 @@ impl PipeTree {
                 throttled: l.throttled,
             }
         } else {
-            let x = &self.nodes[n as usize];
+            let x = self.nodes.at(n);
             Link {
                 parent: x.parent,
                 slot: x.slot,
@@ -57,18 +57,18 @@ impl PipeTree {
     #[inline(always)]
     fn set_active(&mut self, n: u32, active: bool) {
         if self.is_leaf(n) {
-            self.leaves[(n - self.leaves_at) as usize].active = active;
+            self.leaves.at_mut(n - self.leaves_at).active = active;
         } else {
-            self.nodes[n as usize].active = active;
+            self.nodes.at_mut(n).active = active;
         }
     }
 
     #[inline(always)]
     fn set_throttled(&mut self, n: u32, throttled: bool) {
         if self.is_leaf(n) {
-            self.leaves[(n - self.leaves_at) as usize].throttled = throttled;
+            self.leaves.at_mut(n - self.leaves_at).throttled = throttled;
         } else {
-            self.nodes[n as usize].throttled = throttled;
+            self.nodes.at_mut(n).throttled = throttled;
         }
     }
 
@@ -76,11 +76,11 @@ impl PipeTree {
     #[inline(always)]
     fn limit(&self, n: u32) -> Option<(&Cost, &Bucket)> {
         if self.is_leaf(n) {
-            let l = &self.leaves[(n - self.leaves_at) as usize];
+            let l = self.leaves.at(n - self.leaves_at);
             l.limited
                 .then(|| (&self.conf(l.parent, l.slot).cost, &l.bucket))
         } else {
-            let x = &self.nodes[n as usize];
+            let x = self.nodes.at(n);
             x.limited.then_some((&x.cost, &x.bucket))
         }
     }
@@ -88,19 +88,19 @@ impl PipeTree {
     /// The configuration of the leaf in place `slot` of pipe `pipe`.
     #[inline(always)]
     fn conf(&self, pipe: u32, slot: u8) -> &LeafConf {
-        let profile = self.nodes[pipe as usize].band.profile;
-        &self.confs[profile as usize][usize::from(slot)]
+        let profile = self.nodes.at(pipe).band.profile;
+        self.confs.at(profile).at(u32::from(slot))
     }
 
     /// Whether node `n` has a packet it could send (ignoring its own throttle).
     #[inline]
     pub(super) fn has_head(&self, n: u32) -> bool {
         if self.is_leaf(n) {
-            !self.leaves[(n - self.leaves_at) as usize].fifo.is_empty()
+            !self.leaves.at(n - self.leaves_at).fifo.is_empty()
         } else if self.is_pipe(n) {
-            !self.nodes[n as usize].band.is_empty()
+            !self.nodes.at(n).band.is_empty()
         } else {
-            self.drr[n as usize].backlogged() > 0
+            self.drr.at(n).backlogged() > 0
         }
     }
 
@@ -111,7 +111,7 @@ impl PipeTree {
             let (band, p, m) = self.band(n);
             band.select(p, m)
         } else {
-            self.drr[n as usize].peek()
+            self.drr.at_mut(n).peek()
         }
     }
 
@@ -120,9 +120,9 @@ impl PipeTree {
     fn descend(&mut self, mut n: u32) -> Option<Head> {
         while !self.is_leaf(n) {
             let u = self.select(n)?;
-            n = self.first_child[n as usize] + u;
+            n = *self.first_child.at(n) + u;
         }
-        let fifo = &self.leaves[(n - self.leaves_at) as usize].fifo;
+        let fifo = &self.leaves.at(n - self.leaves_at).fifo;
         Some(Head {
             slot: self.pool.front_slot(fifo)?,
             len: fifo.front_len(),
@@ -192,7 +192,7 @@ impl PipeTree {
             let (band, p, m) = self.band(n);
             band.activate(p, m, unit, len);
         } else {
-            self.drr[n as usize].activate(unit, len);
+            self.drr.at_mut(n).activate(unit, len);
         }
     }
 
@@ -249,9 +249,9 @@ impl PipeTree {
         if pkt.len > self.spec.mtu {
             return Err(self.refuse(leaf, pkt, DropReason::TooLarge));
         }
-        let l = &self.leaves[(leaf - self.leaves_at) as usize];
+        let l = self.leaves.at(leaf - self.leaves_at);
         let capacity = self.conf(l.parent, l.slot).capacity;
-        let l = &mut self.leaves[(leaf - self.leaves_at) as usize];
+        let l = self.leaves.at_mut(leaf - self.leaves_at);
         if l.fifo.len() >= capacity {
             return Err(self.refuse(leaf, pkt, DropReason::LeafFull));
         }
@@ -261,7 +261,7 @@ impl PipeTree {
         let len = u64::from(pkt.len);
         let mut cur = l.parent;
         while cur != NONE {
-            let node = &mut self.nodes[cur as usize];
+            let node = self.nodes.at_mut(cur);
             node.backlog.packets += 1;
             node.backlog.bytes += len;
             cur = node.parent;
@@ -269,7 +269,7 @@ impl PipeTree {
         self.backlog.packets += 1;
         self.backlog.bytes += len;
         self.ahead = NONE;
-        let l = &self.leaves[(leaf - self.leaves_at) as usize];
+        let l = self.leaves.at(leaf - self.leaves_at);
         if !l.active && !l.throttled {
             self.propagate(leaf, now);
         }
@@ -329,7 +329,7 @@ impl PipeTree {
         let Some(leaf) = self.leaf_at(pkt.class) else {
             return;
         };
-        let l = &self.leaves[(leaf - self.leaves_at) as usize];
+        let l = self.leaves.at(leaf - self.leaves_at);
         self.pool.prefetch_tail(&l.fifo);
         if let Some(node) = self.nodes.get(l.parent as usize) {
             prefetch(node);
@@ -342,13 +342,13 @@ impl PipeTree {
         self.release_due(now);
         let mut n = core::mem::replace(&mut self.ahead, NONE);
         if n == NONE {
-            if self.nodes[0].throttled || !self.has_head(0) {
+            if self.nodes.at(0).throttled || !self.has_head(0) {
                 return None;
             }
             n = 0;
             while !self.is_leaf(n) {
                 let u = self.select(n).expect("a node with a head has a unit");
-                n = self.first_child[n as usize] + u;
+                n = *self.first_child.at(n) + u;
             }
         }
         let pkt = self.send_leaf(n, now);
@@ -362,9 +362,9 @@ impl PipeTree {
     #[inline(always)]
     fn send_leaf(&mut self, n: u32, now: Nanos) -> Packet {
         let slack = self.slack;
-        let l = &self.leaves[(n - self.leaves_at) as usize];
+        let l = self.leaves.at(n - self.leaves_at);
         let cost = self.conf(l.parent, l.slot).cost;
-        let l = &mut self.leaves[(n - self.leaves_at) as usize];
+        let l = self.leaves.at_mut(n - self.leaves_at);
         let pkt = if self.prefetching {
             self.pool.pop_front_ahead(&mut l.fifo)
         } else {
@@ -389,7 +389,7 @@ impl PipeTree {
             None => None,
         };
         if next.is_none() {
-            self.leaves[(n - self.leaves_at) as usize].active = false;
+            self.leaves.at_mut(n - self.leaves_at).active = false;
         }
         let (band, p, m) = self.band(parent);
         let after = band.served_select(p, m, slot, next.map(|h| h.len));
@@ -417,7 +417,7 @@ impl PipeTree {
             return None;
         }
         if held {
-            let node = &self.nodes[c as usize];
+            let node = self.nodes.at(c);
             let at = node.cost.release_time(&node.bucket);
             self.throttle_node(c, now, at);
             return None;
@@ -426,7 +426,7 @@ impl PipeTree {
         if u == below.unit && below.head.is_some() {
             return below.head;
         }
-        let pick = self.first_child[c as usize] + u;
+        let pick = *self.first_child.at(c) + u;
         if self.prefetching && !self.is_pipe(c) && self.is_pipe(pick) {
             self.prefetch_turn(c);
         }
@@ -449,8 +449,8 @@ impl PipeTree {
     /// third.
     #[inline]
     fn prefetch_turn(&self, c: u32) {
-        let drr = &self.drr[c as usize];
-        let first = self.first_child[c as usize];
+        let drr = self.drr.at(c);
+        let first = *self.first_child.at(c);
         let Some(next) = drr.second() else {
             return;
         };
@@ -462,10 +462,10 @@ impl PipeTree {
         self.prefetch_members(first + then);
         if let Some(u) = drr.following(then) {
             let after = first + u;
-            let node = &self.nodes[after as usize];
+            let node = self.nodes.at(after);
             prefetch(node);
             prefetch(&node.bucket);
-            let from = self.first_child[after as usize];
+            let from = *self.first_child.at(after);
             let to = self.first_child.get(after as usize + 1).copied();
             let to = to.unwrap_or(self.leaves_at + self.leaves.len() as u32);
             for leaf in from..to {
@@ -477,9 +477,9 @@ impl PipeTree {
     /// `hint` on the FIFO of every leaf pipe `pipe` has queued.
     #[inline]
     fn prefetch_leaves_of(&self, pipe: u32, hint: impl Fn(&PacketPool, &Fifo)) {
-        let band = &self.nodes[pipe as usize].band;
-        let mut queued = band.queued_units(&self.profiles[band.profile as usize]);
-        let first = self.first_child[pipe as usize] - self.leaves_at;
+        let band = &self.nodes.at(pipe).band;
+        let mut queued = band.queued_units(self.profiles.at(band.profile));
+        let first = *self.first_child.at(pipe) - self.leaves_at;
         while queued != 0 {
             let u = queued.trailing_zeros();
             queued &= queued - 1;
@@ -492,8 +492,8 @@ impl PipeTree {
     /// Pipe `n`'s band, profile and members.
     #[inline(always)]
     pub(super) fn band(&mut self, n: u32) -> (&mut Band, &Profile, &mut [Member]) {
-        let band = &mut self.nodes[n as usize].band;
-        let p = &self.profiles[band.profile as usize];
+        let band = &mut self.nodes.at_mut(n).band;
+        let p = self.profiles.at(band.profile);
         let at = band.members_at as usize;
         (band, p, &mut self.members[at..at + p.members()])
     }
@@ -501,7 +501,7 @@ impl PipeTree {
     /// Hints the line of pipe `n`'s members (reading its node).
     #[inline]
     fn prefetch_members(&self, n: u32) {
-        let node = &self.nodes[n as usize];
+        let node = self.nodes.at(n);
         if let Some(m) = self.members.get(node.band.members_at as usize) {
             prefetch(m);
         }
@@ -512,7 +512,7 @@ impl PipeTree {
     fn unwind(&mut self, mut c: u32, pkt: &Packet, mut below: Below, now: Nanos) {
         let len = u64::from(pkt.len);
         loop {
-            let node = &mut self.nodes[c as usize];
+            let node = self.nodes.at_mut(c);
             node.sent.packets += 1;
             node.sent.bytes += len;
             node.backlog.packets -= 1;
@@ -531,14 +531,14 @@ impl PipeTree {
                 return;
             }
             if next.is_none() {
-                self.nodes[c as usize].active = false;
+                self.nodes.at_mut(c).active = false;
             }
             let next_len = next.map(|h| h.len);
             let after = if self.is_pipe(parent) {
                 let (band, p, m) = self.band(parent);
                 band.served_select(p, m, slot, next_len)
             } else {
-                self.drr[parent as usize].served_peek(slot, next_len)
+                self.drr.at_mut(parent).served_peek(slot, next_len)
             };
             below = Below {
                 unit: slot,

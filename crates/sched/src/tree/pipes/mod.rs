@@ -24,6 +24,7 @@ use eiffel_queue::Handle;
 use super::ets::MAX_ETS_UNITS;
 use super::shaper::{Bucket, Cost, Shaper};
 use super::spec::TreeSpec;
+use super::store::Store;
 use super::txn::Unit;
 use crate::packet::{ClassId, Nanos, Packet};
 use crate::pool::{Fifo, PacketPool};
@@ -136,17 +137,17 @@ pub struct PipeTree {
     pipes_at: u32,
     leaves_at: u32,
     /// Per `drr` node and pipe, by position.
-    nodes: Vec<Node>,
+    nodes: Store<Node>,
     /// Per leaf, by position less `leaves_at`.
-    leaves: Vec<Leaf>,
+    leaves: Store<Leaf>,
     /// Per `drr` node and pipe, by position: its first child's position.
-    first_child: Vec<u32>,
+    first_child: Store<u32>,
     /// Per `drr` node (by position).
-    drr: Vec<DrrCore>,
+    drr: Store<DrrCore>,
     /// The pipes' configurations.
-    profiles: Vec<Profile>,
+    profiles: Store<Profile>,
     /// Per profile, per unit: its leaf's configuration.
-    confs: Vec<Box<[LeafConf]>>,
+    confs: Store<Store<LeafConf>>,
     /// The pipes' shared levels' members, each pipe's from its band's
     /// `members_at`, whole lines of four.
     members: Vec<Member>,
@@ -211,12 +212,12 @@ impl PipeTree {
             pipes_at: layout.pipes_at,
             leaves_at: layout.leaves_at,
             prefetching: super::burst::prefetches(n),
-            nodes,
-            leaves,
-            first_child,
-            drr,
-            profiles,
-            confs,
+            nodes: Store::new(nodes),
+            leaves: Store::new(leaves),
+            first_child: Store::new(first_child),
+            drr: Store::new(drr),
+            profiles: Store::new(profiles),
+            confs: Store::new(confs),
             members,
             drops: vec![DropCounts::default(); n],
             filed: vec![None; n],
@@ -337,9 +338,9 @@ fn bands(
     order: &[u32],
     layout: &shape::Layout,
     nodes: &mut [Node],
-) -> (Vec<Profile>, Vec<Box<[LeafConf]>>, Vec<Member>) {
+) -> (Vec<Profile>, Vec<Store<LeafConf>>, Vec<Member>) {
     let mut profiles: Vec<Profile> = Vec::new();
-    let mut confs: Vec<Box<[LeafConf]>> = Vec::new();
+    let mut confs: Vec<Vec<LeafConf>> = Vec::new();
     let mut members = 0usize;
     for pos in layout.pipes_at..layout.leaves_at {
         let i = order[pos as usize] as usize;
@@ -348,7 +349,7 @@ fn bands(
             .map(|&c| (spec.nodes[c].priority, spec.nodes[c].weight))
             .collect();
         let profile = Profile::new(&children, spec.mtu);
-        let conf: Box<[LeafConf]> = kids[i]
+        let conf: Vec<LeafConf> = kids[i]
             .iter()
             .map(|&c| LeafConf {
                 capacity: spec.nodes[c].capacity.unwrap_or(u32::MAX),
@@ -364,6 +365,7 @@ fn bands(
         nodes[pos as usize].band = Band::new(k as u32, members as u32);
         members += profiles[k].members().next_multiple_of(4);
     }
+    let confs = confs.into_iter().map(Store::new).collect();
     (profiles, confs, vec![Member::default(); members])
 }
 
@@ -384,3 +386,6 @@ fn drr_core(units: &[Unit], mtu: u32) -> Result<DrrCore, ConfigError> {
     }
     Ok(core)
 }
+
+#[cfg(test)]
+mod tests;
