@@ -292,6 +292,23 @@ impl PacketPool {
         (fifo.head != NIL).then_some(fifo.head)
     }
 
+    /// The slot of the tail of `fifo` (its last packet's), without reading
+    /// the pool.
+    #[must_use]
+    #[inline]
+    pub fn back_slot(&self, fifo: &Fifo) -> Option<u32> {
+        (fifo.tail != NIL).then_some(fifo.tail)
+    }
+
+    /// Hints the CPU to fetch slot `slot` (as [`PacketPool::back_slot`] or
+    /// [`PacketPool::front_slot`] named it; any other index is ignored).
+    #[inline]
+    pub fn prefetch_slot(&self, slot: u32) {
+        if let Some(slot) = self.slots.get(slot as usize) {
+            eiffel_queue::prefetch(slot);
+        }
+    }
+
     /// The packet in slot `slot`, as [`PacketPool::front_slot`] named it.
     ///
     /// # Panics

@@ -258,6 +258,9 @@ impl PipeTree {
         if self.pool.push_back(&mut l.fifo, pkt).is_err() {
             return Err(self.refuse(leaf, pkt, DropReason::QueueFull));
         }
+        if let Some(tail) = self.pool.back_slot(&l.fifo) {
+            self.ends.at_mut(leaf - self.leaves_at).tail = tail;
+        }
         let len = u64::from(pkt.len);
         let mut cur = l.parent;
         while cur != NONE {
@@ -299,8 +302,9 @@ impl PipeTree {
             return queued;
         }
         // The places of every packet first (they come from the cache, or
-        // close), then at step `k` the leaf of packet `k`, the path of
-        // `k - GAP`, and packet `k - 2 GAP` queued.
+        // close), then at step `k` the leaf and leaf end of packet `k`, the
+        // path of `k - GAP` (from its end: no wait for the leaf's line), and
+        // packet `k - 2 GAP` queued.
         for p in pkts {
             if let Some(place) = self.place.get(p.class as usize) {
                 prefetch(place);
@@ -311,6 +315,7 @@ impl PipeTree {
             if let Some(p) = at(0) {
                 if let Some(leaf) = self.leaf_at(p.class) {
                     self.prefetch_leaf(leaf);
+                    prefetch(self.ends.at(leaf - self.leaves_at));
                 }
             }
             if let Some(p) = at(1) {
@@ -323,17 +328,16 @@ impl PipeTree {
         queued
     }
 
-    /// Hints the tail slot of `pkt`'s leaf and its pipe's lines.
+    /// Hints the tail slot of `pkt`'s leaf and its pipe's line, from the
+    /// leaf's end (not its line, hinted a stage earlier).
     #[inline]
     fn prefetch_path(&self, pkt: &Packet) {
         let Some(leaf) = self.leaf_at(pkt.class) else {
             return;
         };
-        let l = self.leaves.at(leaf - self.leaves_at);
-        self.pool.prefetch_tail(&l.fifo);
-        if let Some(node) = self.nodes.get(l.parent as usize) {
-            prefetch(node);
-        }
+        let end = self.ends.at(leaf - self.leaves_at);
+        self.pool.prefetch_slot(end.tail);
+        prefetch(self.nodes.at(end.pipe));
     }
 
     /// Takes the next packet; see [`Scheduler::dequeue`](crate::Scheduler::dequeue).
@@ -386,7 +390,10 @@ impl PipeTree {
                 len: l.fifo.front_len(),
                 leaf: n,
             }),
-            None => None,
+            None => {
+                self.ends.at_mut(n - self.leaves_at).tail = NONE;
+                None
+            }
         };
         if next.is_none() {
             self.leaves.at_mut(n - self.leaves_at).active = false;

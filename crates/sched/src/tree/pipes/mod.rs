@@ -93,6 +93,17 @@ struct Leaf {
 const _: () = assert!(core::mem::size_of::<Leaf>() == 64);
 const _: () = assert!(MAX_ETS_UNITS <= u8::MAX as usize + 1);
 
+/// What the burst enqueue's second stage reads of a leaf: its FIFO's tail
+/// slot ([`NONE`] while it is empty) and its pipe, 8 bytes a leaf (512 KB at
+/// 64K queues, where the leaves' lines take 4 MB), so that hinting the tail's
+/// slot and the pipe does not wait for the leaf's line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C, align(8))]
+struct LeafEnd {
+    tail: u32,
+    pipe: u32,
+}
+
 /// What the leaves in one place of every pipe of a profile share.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct LeafConf {
@@ -140,6 +151,8 @@ pub struct PipeTree {
     nodes: Store<Node>,
     /// Per leaf, by position less `leaves_at`.
     leaves: Store<Leaf>,
+    /// Per leaf, by position less `leaves_at`: its tail slot and pipe.
+    ends: Store<LeafEnd>,
     /// Per `drr` node and pipe, by position: its first child's position.
     first_child: Store<u32>,
     /// Per `drr` node (by position).
@@ -213,6 +226,15 @@ impl PipeTree {
             leaves_at: layout.leaves_at,
             prefetching: super::burst::prefetches(n),
             nodes: Store::new(nodes),
+            ends: Store::new(
+                leaves
+                    .iter()
+                    .map(|l| LeafEnd {
+                        tail: NONE,
+                        pipe: l.parent,
+                    })
+                    .collect(),
+            ),
             leaves: Store::new(leaves),
             first_child: Store::new(first_child),
             drr: Store::new(drr),

@@ -80,6 +80,10 @@ impl PipeTree {
     pub fn check_invariants(&self) {
         self.pool
             .check_invariants(self.leaves.iter().map(|l| &l.fifo));
+        for (l, end) in self.leaves.iter().zip(self.ends.iter()) {
+            let tail = self.pool.back_slot(&l.fifo).unwrap_or(NONE);
+            assert_eq!((end.tail, end.pipe), (tail, l.parent), "a leaf's end");
+        }
         for n in 0..self.order.len() as u32 {
             self.check_node(n);
         }
