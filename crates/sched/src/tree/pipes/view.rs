@@ -84,8 +84,9 @@ impl PipeTree {
             let tail = self.pool.back_slot(&l.fifo).unwrap_or(NONE);
             assert_eq!((end.tail, end.pipe), (tail, l.parent), "a leaf's end");
         }
+        let kids = self.spec.child_lists();
         for n in 0..self.order.len() as u32 {
-            self.check_node(n);
+            self.check_node(n, &kids);
         }
         let root = &self.nodes[0];
         assert_eq!(root.backlog, self.backlog, "root backlog");
@@ -99,7 +100,9 @@ impl PipeTree {
         );
     }
 
-    fn check_node(&self, n: u32) {
+    /// Checks node `n` against its children (`kids`: the spec's child
+    /// lists, by spec index).
+    fn check_node(&self, n: u32, kids: &[Vec<usize>]) {
         let link = self.link(n);
         let name = &self.spec.nodes[self.order[n as usize] as usize].name;
         assert!(
@@ -113,7 +116,7 @@ impl PipeTree {
             return;
         }
         let first = self.first_child[n as usize];
-        let children = self.spec.children(self.order[n as usize] as usize).count() as u32;
+        let children = kids[self.order[n as usize] as usize].len() as u32;
         let mut sum = (Backlog::default(), Backlog::default(), 0u64);
         for c in first..first + children {
             assert_eq!(self.link(c).parent, n, "{name}: child {c}'s parent");
