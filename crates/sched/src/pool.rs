@@ -22,6 +22,22 @@ use crate::packet::Packet;
 
 const NIL: u32 = u32::MAX;
 
+/// No slot: the end of a chain, an empty chain's head and tail.
+pub const NO_SLOT: u32 = NIL;
+
+/// What [`PacketPool::chain`] counts of a chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChainCounts {
+    /// Packets on it.
+    pub packets: u32,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Its last slot ([`NO_SLOT`] when empty).
+    pub last: u32,
+    /// Its first packet's length (0 when empty).
+    pub head_len: u32,
+}
+
 /// The most packets a [`PacketPool`] holds: every slot index is a `u32` and
 /// `u32::MAX` marks the end of a list.
 pub const MAX_POOL_CAPACITY: usize = NIL as usize - 1;
@@ -255,6 +271,93 @@ impl PacketPool {
         Some(pkt)
     }
 
+    /// Stores `pkt` behind slot `tail` of a chain kept by the caller
+    /// ([`NO_SLOT`]: a new chain) and returns its slot; hands it back if the
+    /// pool is full. For an owner that keeps a chain's ends apart (its tail
+    /// where packets arrive, its head where they leave) instead of a [`Fifo`].
+    #[inline]
+    pub fn append(&mut self, tail: u32, pkt: Packet) -> Result<u32, Packet> {
+        let Some(&idx) = self.free.get(self.top.wrapping_sub(1) as usize) else {
+            return Err(pkt);
+        };
+        let Some(slot) = self.slots.get_mut(idx as usize) else {
+            return Err(pkt);
+        };
+        self.top -= 1;
+        slot.pkt = pkt;
+        slot.next = NIL;
+        if let Some(t) = self.slots.get_mut(tail as usize) {
+            t.next = idx;
+            t.next_len = pkt.len;
+        }
+        Ok(idx)
+    }
+
+    /// Frees slot `head`, the first of a chain [`PacketPool::append`] built:
+    /// its packet, and the next slot of the chain with its packet's length
+    /// ([`NO_SLOT`] and 0 at the chain's end).
+    #[inline]
+    pub fn unlink(&mut self, head: u32) -> Option<(Packet, u32, u32)> {
+        let slot = self.slots.get(head as usize)?;
+        let (pkt, next, next_len) = (slot.pkt, slot.next, slot.next_len);
+        self.release(head);
+        Some((pkt, next, if next == NIL { 0 } else { next_len }))
+    }
+
+    /// Hints the CPU to fetch the slot after `slot` on its chain.
+    #[inline]
+    pub fn prefetch_after(&self, slot: u32) {
+        let Some(s) = self.slots.get(slot as usize) else {
+            return;
+        };
+        if let Some(next) = self.slots.get(s.next as usize) {
+            eiffel_queue::prefetch(next);
+        }
+    }
+
+    /// The chain from slot `head`: its packets, bytes, last slot and first
+    /// packet's length (for checks and views: it walks the chain).
+    #[must_use]
+    pub fn chain(&self, head: u32) -> ChainCounts {
+        let mut c = ChainCounts {
+            packets: 0,
+            bytes: 0,
+            last: NIL,
+            head_len: self.slots.get(head as usize).map_or(0, |s| s.pkt.len),
+        };
+        let mut idx = head;
+        while let Some(s) = self.slots.get(idx as usize) {
+            c.packets += 1;
+            c.bytes += u64::from(s.pkt.len);
+            c.last = idx;
+            idx = s.next;
+        }
+        c
+    }
+
+    /// Checks the chains from `heads` and the free stack: every slot on one
+    /// of them exactly once.
+    ///
+    /// # Panics
+    /// On the first slot that is on two lists or on none.
+    pub fn check_chains(&self, heads: impl IntoIterator<Item = u32>) {
+        let mut seen = vec![false; self.slots.len()];
+        let mut used = 0usize;
+        for head in heads {
+            let mut idx = head;
+            while idx != NIL {
+                assert!(!seen[idx as usize], "slot {idx} is on two lists");
+                seen[idx as usize] = true;
+                used += 1;
+                idx = self.slots[idx as usize].next;
+            }
+        }
+        assert_eq!(used, self.len(), "pool length vs slots on chains");
+        for &idx in &self.free[..self.top as usize] {
+            assert!(!seen[idx as usize], "slot {idx} is both free and queued");
+        }
+    }
+
     /// Removes and returns the head of `fifo` with the length of the new head
     /// (`None` if `fifo` is now empty), read from the removed slot: one slot
     /// touched instead of two, which per-flow schedulers use to report the next
@@ -484,5 +587,24 @@ mod tests {
         let mut f = Fifo::new();
         assert!(pool.push_back(&mut f, Packet::new(0, 1)).is_err());
         pool.check_invariants([&f]);
+    }
+
+    #[test]
+    fn chains_kept_by_their_ends_share_the_pool_in_order() {
+        let mut pool = PacketPool::with_capacity(3);
+        let a0 = pool.append(NO_SLOT, Packet::new(0, 10)).unwrap();
+        let b0 = pool.append(NO_SLOT, Packet::new(1, 20)).unwrap();
+        let a1 = pool.append(a0, Packet::new(2, 30)).unwrap();
+        assert!(pool.append(a1, Packet::new(3, 40)).is_err(), "full");
+        let a = pool.chain(a0);
+        assert_eq!((a.packets, a.bytes, a.last, a.head_len), (2, 40, a1, 10));
+        pool.check_chains([a0, b0]);
+        let (pkt, next, next_len) = pool.unlink(a0).unwrap();
+        assert_eq!((pkt.flow, next, next_len), (0, a1, 30));
+        let (pkt, next, next_len) = pool.unlink(a1).unwrap();
+        assert_eq!((pkt.flow, next, next_len), (2, NO_SLOT, 0));
+        pool.check_chains([NO_SLOT, b0]);
+        assert_eq!(pool.chain(NO_SLOT).packets, 0);
+        assert_eq!(pool.len(), 1);
     }
 }

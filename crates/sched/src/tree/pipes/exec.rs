@@ -7,7 +7,7 @@ use super::super::shaper::{Bucket, Cost, Throttled, UNIT_NODE};
 use super::band::{Band, Member, Profile};
 use super::{Head, LeafConf, Link, PipeTree, NONE};
 use crate::packet::{Nanos, Packet};
-use crate::pool::{Fifo, PacketPool};
+use crate::pool::PacketPool;
 use crate::scheduler::{DropReason, Dropped};
 use crate::FlowCore;
 
@@ -66,7 +66,16 @@ impl PipeTree {
     #[inline(always)]
     fn set_throttled(&mut self, n: u32, throttled: bool) {
         if self.is_leaf(n) {
-            self.leaves.at_mut(n - self.leaves_at).throttled = throttled;
+            let l = self.leaves.at_mut(n - self.leaves_at);
+            if l.throttled != throttled {
+                l.throttled = throttled;
+                let pipe = self.nodes.at_mut(l.parent);
+                if throttled {
+                    pipe.held_leaves += 1;
+                } else {
+                    pipe.held_leaves -= 1;
+                }
+            }
         } else {
             self.nodes.at_mut(n).throttled = throttled;
         }
@@ -87,7 +96,7 @@ impl PipeTree {
 
     /// The configuration of the leaf in place `slot` of pipe `pipe`.
     #[inline(always)]
-    fn conf(&self, pipe: u32, slot: u8) -> &LeafConf {
+    pub(super) fn conf(&self, pipe: u32, slot: u8) -> &LeafConf {
         let profile = self.nodes.at(pipe).band.profile;
         self.confs.at(profile).at(u32::from(slot))
     }
@@ -96,7 +105,7 @@ impl PipeTree {
     #[inline]
     pub(super) fn has_head(&self, n: u32) -> bool {
         if self.is_leaf(n) {
-            !self.leaves.at(n - self.leaves_at).fifo.is_empty()
+            self.leaves.at(n - self.leaves_at).head != NONE
         } else if self.is_pipe(n) {
             !self.nodes.at(n).band.is_empty()
         } else {
@@ -122,10 +131,10 @@ impl PipeTree {
             let u = self.select(n)?;
             n = *self.first_child.at(n) + u;
         }
-        let fifo = &self.leaves.at(n - self.leaves_at).fifo;
-        Some(Head {
-            slot: self.pool.front_slot(fifo)?,
-            len: fifo.front_len(),
+        let l = self.leaves.at(n - self.leaves_at);
+        (l.head != NONE).then_some(Head {
+            slot: l.head,
+            len: l.head_len,
             leaf: n,
         })
     }
@@ -249,20 +258,19 @@ impl PipeTree {
         if pkt.len > self.spec.mtu {
             return Err(self.refuse(leaf, pkt, DropReason::TooLarge));
         }
-        let l = self.leaves.at(leaf - self.leaves_at);
-        let capacity = self.conf(l.parent, l.slot).capacity;
-        let l = self.leaves.at_mut(leaf - self.leaves_at);
-        if l.fifo.len() >= capacity {
+        let i = leaf - self.leaves_at;
+        let end = *self.ends.at(i);
+        if end.budget == end.arrived && !self.recount_room(leaf) {
             return Err(self.refuse(leaf, pkt, DropReason::LeafFull));
         }
-        if self.pool.push_back(&mut l.fifo, pkt).is_err() {
+        let Ok(slot) = self.pool.append(end.tail, pkt) else {
             return Err(self.refuse(leaf, pkt, DropReason::QueueFull));
-        }
-        if let Some(tail) = self.pool.back_slot(&l.fifo) {
-            self.ends.at_mut(leaf - self.leaves_at).tail = tail;
-        }
+        };
+        let e = self.ends.at_mut(i);
+        e.tail = slot;
+        e.arrived = e.arrived.wrapping_add(1);
         let len = u64::from(pkt.len);
-        let mut cur = l.parent;
+        let mut cur = *self.up.at(end.pipe - self.pipes_at);
         while cur != NONE {
             let node = self.nodes.at_mut(cur);
             node.backlog.packets += 1;
@@ -272,17 +280,37 @@ impl PipeTree {
         self.backlog.packets += 1;
         self.backlog.bytes += len;
         self.ahead = NONE;
-        let l = self.leaves.at(leaf - self.leaves_at);
-        if !l.active && !l.throttled {
-            self.propagate(leaf, now);
+        if end.tail == NONE {
+            // The leaf was empty: a leaf that holds a packet is active or
+            // held already.
+            let l = self.leaves.at_mut(i);
+            l.head = slot;
+            l.head_len = pkt.len;
+            if !l.active && !l.throttled {
+                self.propagate(leaf, now);
+            }
         }
         Ok(())
     }
 
+    /// Counts leaf `leaf`'s room from its line when its end's bound ran out:
+    /// sets the bound again and returns whether there is room.
+    #[cold]
+    fn recount_room(&mut self, leaf: u32) -> bool {
+        let i = leaf - self.leaves_at;
+        let l = *self.leaves.at(i);
+        let capacity = self.conf(l.parent, l.slot).capacity;
+        let e = self.ends.at_mut(i);
+        let queued = e.arrived.wrapping_sub(l.departed);
+        e.budget = l.departed.wrapping_add(capacity);
+        queued < capacity
+    }
+
     /// [`Scheduler::enqueue`](crate::Scheduler::enqueue) of many packets at
     /// `now`: each dropped one is passed to `dropped`; returns how many were
-    /// queued. In a tree larger than the cache, the leaf, its FIFO's tail and
-    /// its pipe are fetched a few packets ahead.
+    /// queued. In a tree larger than the cache, the leaf's end and its FIFO's
+    /// tail (for an empty leaf, its line and its pipe) are fetched a few
+    /// packets ahead.
     pub fn enqueue_burst(
         &mut self,
         pkts: &[Packet],
@@ -302,9 +330,8 @@ impl PipeTree {
             return queued;
         }
         // The places of every packet first (they come from the cache, or
-        // close), then at step `k` the leaf and leaf end of packet `k`, the
-        // path of `k - GAP` (from its end: no wait for the leaf's line), and
-        // packet `k - 2 GAP` queued.
+        // close), then at step `k` the leaf end of packet `k`, the path of
+        // `k - GAP` (from its end), and packet `k - 2 GAP` queued.
         for p in pkts {
             if let Some(place) = self.place.get(p.class as usize) {
                 prefetch(place);
@@ -314,7 +341,6 @@ impl PipeTree {
             let at = |s: usize| k.checked_sub(s * GAP).and_then(|i| pkts.get(i));
             if let Some(p) = at(0) {
                 if let Some(leaf) = self.leaf_at(p.class) {
-                    self.prefetch_leaf(leaf);
                     prefetch(self.ends.at(leaf - self.leaves_at));
                 }
             }
@@ -328,16 +354,21 @@ impl PipeTree {
         queued
     }
 
-    /// Hints the tail slot of `pkt`'s leaf and its pipe's line, from the
-    /// leaf's end (not its line, hinted a stage earlier).
+    /// Hints what queueing `pkt` touches beyond its leaf's end (hinted a
+    /// stage earlier): the tail slot it links from, or, when the leaf is
+    /// empty, the leaf's line and its pipe's, which the arrival activates.
     #[inline]
     fn prefetch_path(&self, pkt: &Packet) {
         let Some(leaf) = self.leaf_at(pkt.class) else {
             return;
         };
         let end = self.ends.at(leaf - self.leaves_at);
-        self.pool.prefetch_slot(end.tail);
-        prefetch(self.nodes.at(end.pipe));
+        if end.tail == NONE {
+            self.prefetch_leaf(leaf);
+            prefetch(self.nodes.at(end.pipe));
+        } else {
+            self.pool.prefetch_slot(end.tail);
+        }
     }
 
     /// Takes the next packet; see [`Scheduler::dequeue`](crate::Scheduler::dequeue).
@@ -366,37 +397,42 @@ impl PipeTree {
     #[inline(always)]
     fn send_leaf(&mut self, n: u32, now: Nanos) -> Packet {
         let slack = self.slack;
-        let l = self.leaves.at(n - self.leaves_at);
-        let cost = self.conf(l.parent, l.slot).cost;
-        let l = self.leaves.at_mut(n - self.leaves_at);
-        let pkt = if self.prefetching {
-            self.pool.pop_front_ahead(&mut l.fifo)
-        } else {
-            self.pool.pop_front(&mut l.fifo)
-        };
-        let pkt = pkt.expect("a leaf with a head has a packet");
+        let i = n - self.leaves_at;
+        let l = self.leaves.at(i);
+        let conf = *self.conf(l.parent, l.slot);
+        let l = self.leaves.at_mut(i);
+        let (pkt, next_slot, next_len) = self
+            .pool
+            .unlink(l.head)
+            .expect("a leaf with a head has a packet");
+        if self.prefetching {
+            self.pool.prefetch_slot(next_slot);
+        }
+        l.head = next_slot;
+        l.head_len = next_len;
+        l.departed = l.departed.wrapping_add(1);
         l.sent.packets += 1;
         l.sent.bytes += u64::from(pkt.len);
-        let held = l.limited && cost.send_then_held(&mut l.bucket, now, pkt.len, slack);
+        let held = l.limited && conf.cost.send_then_held(&mut l.bucket, now, pkt.len, slack);
         let (parent, slot) = (l.parent, u32::from(l.slot));
-        let next = match self.pool.front_slot(&l.fifo) {
-            Some(_) if held => {
-                let at = cost.release_time(&l.bucket);
-                self.throttle_node(n, now, at);
-                None
-            }
-            Some(s) => Some(Head {
-                slot: s,
-                len: l.fifo.front_len(),
+        let next = if next_slot == NONE {
+            let e = self.ends.at_mut(i);
+            e.tail = NONE;
+            e.budget = e.arrived.wrapping_add(conf.capacity);
+            None
+        } else if held {
+            let at = conf.cost.release_time(&self.leaves.at(i).bucket);
+            self.throttle_node(n, now, at);
+            None
+        } else {
+            Some(Head {
+                slot: next_slot,
+                len: next_len,
                 leaf: n,
-            }),
-            None => {
-                self.ends.at_mut(n - self.leaves_at).tail = NONE;
-                None
-            }
+            })
         };
         if next.is_none() {
-            self.leaves.at_mut(n - self.leaves_at).active = false;
+            self.leaves.at_mut(i).active = false;
         }
         let (band, p, m) = self.band(parent);
         let after = band.served_select(p, m, slot, next.map(|h| h.len));
@@ -461,11 +497,11 @@ impl PipeTree {
         let Some(next) = drr.second() else {
             return;
         };
-        self.prefetch_leaves_of(first + next, |pool, fifo| pool.prefetch_second(fifo));
+        self.prefetch_leaves_of(first + next, PacketPool::prefetch_after);
         let Some(then) = drr.following(next) else {
             return;
         };
-        self.prefetch_leaves_of(first + then, |pool, fifo| pool.prefetch_head(fifo));
+        self.prefetch_leaves_of(first + then, PacketPool::prefetch_slot);
         self.prefetch_members(first + then);
         if let Some(u) = drr.following(then) {
             let after = first + u;
@@ -481,9 +517,9 @@ impl PipeTree {
         }
     }
 
-    /// `hint` on the FIFO of every leaf pipe `pipe` has queued.
+    /// `hint` on the head slot of every leaf pipe `pipe` has queued.
     #[inline]
-    fn prefetch_leaves_of(&self, pipe: u32, hint: impl Fn(&PacketPool, &Fifo)) {
+    fn prefetch_leaves_of(&self, pipe: u32, hint: impl Fn(&PacketPool, u32)) {
         let band = &self.nodes.at(pipe).band;
         let mut queued = band.queued_units(self.profiles.at(band.profile));
         let first = *self.first_child.at(pipe) - self.leaves_at;
@@ -491,7 +527,7 @@ impl PipeTree {
             let u = queued.trailing_zeros();
             queued &= queued - 1;
             if let Some(l) = self.leaves.get((first + u) as usize) {
-                hint(&self.pool, &l.fifo);
+                hint(&self.pool, l.head);
             }
         }
     }
@@ -519,12 +555,20 @@ impl PipeTree {
     fn unwind(&mut self, mut c: u32, pkt: &Packet, mut below: Below, now: Nanos) {
         let len = u64::from(pkt.len);
         loop {
+            let pipe = self.is_pipe(c);
             let node = self.nodes.at_mut(c);
             node.sent.packets += 1;
             node.sent.bytes += len;
-            node.backlog.packets -= 1;
-            node.backlog.bytes -= len;
-            let (parent, slot, left) = (node.parent, node.slot, node.backlog.packets);
+            let left = if pipe {
+                // A pipe holds packets while a leaf is queued in its band or
+                // held by its limit.
+                u64::from(!node.band.is_empty() || node.held_leaves > 0)
+            } else {
+                node.backlog.packets -= 1;
+                node.backlog.bytes -= len;
+                node.backlog.packets
+            };
+            let (parent, slot) = (node.parent, node.slot);
             let held = node.limited
                 && node
                     .cost

@@ -27,7 +27,7 @@ use super::spec::TreeSpec;
 use super::store::Store;
 use super::txn::Unit;
 use crate::packet::{ClassId, Nanos, Packet};
-use crate::pool::{Fifo, PacketPool};
+use crate::pool::PacketPool;
 use crate::scheduler::{Backlog, ConfigError, Counters, DropCounts, Dropped, Scheduler};
 use crate::DrrCore;
 use crate::FlowCore;
@@ -64,21 +64,31 @@ struct Node {
     throttled: bool,
     /// Whether `limit` applies.
     limited: bool,
+    /// A `drr` node's backlog (a pipe's is its leaves': see
+    /// [`PipeTree::queued`]).
     backlog: Backlog,
     sent: Backlog,
+    /// A pipe's leaves filed in the shaper (each holds a packet).
+    held_leaves: u32,
     /// A pipe's discipline state (unused in a `drr` node).
     band: Band,
     bucket: Bucket,
     cost: Cost,
 }
 
-/// A leaf: its FIFO (which is its backlog), sent counts, limit state, link
-/// and flags, in one line. Its capacity and its limit's configuration are its
-/// pipe's profile's ([`LeafConf`]).
+/// A leaf: the head of its FIFO, its departures, sent counts, limit state,
+/// link and flags, in one line. Its FIFO's tail and arrivals are in its
+/// [`LeafEnd`]; its capacity and its limit's configuration are its pipe's
+/// profile's ([`LeafConf`]).
 #[derive(Clone, Copy, Debug)]
 #[repr(C, align(64))]
 struct Leaf {
-    fifo: Fifo,
+    /// Its first packet's slot ([`NONE`] when empty).
+    head: u32,
+    /// Its first packet's length (0 when empty).
+    head_len: u32,
+    /// Packets that left it (wrapping).
+    departed: u32,
     sent: Backlog,
     bucket: Bucket,
     /// Its pipe's position.
@@ -93,16 +103,28 @@ struct Leaf {
 const _: () = assert!(core::mem::size_of::<Leaf>() == 64);
 const _: () = assert!(MAX_ETS_UNITS <= u8::MAX as usize + 1);
 
-/// What the burst enqueue's second stage reads of a leaf: its FIFO's tail
-/// slot ([`NONE`] while it is empty) and its pipe, 8 bytes a leaf (512 KB at
-/// 64K queues, where the leaves' lines take 4 MB), so that hinting the tail's
-/// slot and the pipe does not wait for the leaf's line.
+/// What an arrival at a leaf that holds a packet reads and writes: its FIFO's
+/// tail, its arrivals and a bound on its room, and its pipe, 16 bytes a leaf
+/// (1 MB at 64K queues, where the leaves' lines take 4 MB), so that such an
+/// arrival touches neither the leaf's line nor its pipe's.
+///
+/// `budget - arrived` (wrapping) is at most the room the leaf has: `budget`
+/// was its departures plus its capacity when last set, and departures only
+/// add room. An arrival that finds it 0 counts the room from the leaf's line
+/// and sets it again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(C, align(8))]
+#[repr(C, align(16))]
 struct LeafEnd {
+    /// Its last packet's slot ([`NONE`] when empty).
     tail: u32,
+    /// Packets it took (wrapping).
+    arrived: u32,
+    budget: u32,
+    /// Its pipe's position.
     pipe: u32,
 }
+
+const _: () = assert!(core::mem::size_of::<LeafEnd>() == 16);
 
 /// What the leaves in one place of every pipe of a profile share.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,8 +173,10 @@ pub struct PipeTree {
     nodes: Store<Node>,
     /// Per leaf, by position less `leaves_at`.
     leaves: Store<Leaf>,
-    /// Per leaf, by position less `leaves_at`: its tail slot and pipe.
+    /// Per leaf, by position less `leaves_at`: its FIFO's tail, arrivals and room.
     ends: Store<LeafEnd>,
+    /// Per pipe, by position less `pipes_at`: its parent's position.
+    up: Store<u32>,
     /// Per `drr` node and pipe, by position: its first child's position.
     first_child: Store<u32>,
     /// Per `drr` node (by position).
@@ -225,17 +249,27 @@ impl PipeTree {
             pipes_at: layout.pipes_at,
             leaves_at: layout.leaves_at,
             prefetching: super::burst::prefetches(n),
-            nodes: Store::new(nodes),
             ends: Store::new(
                 leaves
                     .iter()
                     .map(|l| LeafEnd {
                         tail: NONE,
+                        arrived: 0,
+                        budget: confs[nodes[l.parent as usize].band.profile as usize]
+                            [usize::from(l.slot)]
+                        .capacity,
                         pipe: l.parent,
                     })
                     .collect(),
             ),
+            up: Store::new(
+                nodes[layout.pipes_at as usize..]
+                    .iter()
+                    .map(|n| n.parent)
+                    .collect(),
+            ),
             leaves: Store::new(leaves),
+            nodes: Store::new(nodes),
             first_child: Store::new(first_child),
             drr: Store::new(drr),
             profiles: Store::new(profiles),
@@ -298,6 +332,7 @@ fn records(
             limited: spec.nodes[i as usize].limit.is_some(),
             backlog: Backlog::default(),
             sent: Backlog::default(),
+            held_leaves: 0,
             band: Band::default(),
             cost: cost_of(spec, i as usize),
             bucket: Bucket::default(),
@@ -307,7 +342,9 @@ fn records(
         .iter()
         .zip(&links[layout.leaves_at as usize..])
         .map(|(&i, &(parent, slot))| Leaf {
-            fifo: Fifo::new(),
+            head: NONE,
+            head_len: 0,
+            departed: 0,
             sent: Backlog::default(),
             bucket: Bucket::default(),
             parent,

@@ -88,3 +88,42 @@ fn every_packet_in_leaves_once_through_every_path() {
     assert!(held > 0, "the limits held the backlog");
     assert_eq!(seen.iter().filter(|&&s| s).count() + dropped, 600);
 }
+
+/// A leaf kept from emptying for many times its capacity: its end's bound on
+/// its room runs out again and again and is counted anew from its line, and
+/// it refuses an arrival exactly when it holds its capacity.
+#[test]
+fn a_leaf_that_never_empties_takes_exactly_its_capacity() {
+    let (spec, leaves) = spec();
+    let mut tree = PipeTree::new(spec).expect("the shape");
+    // Subport s1's pipe p0, a shared-level queue: no limit but the port's.
+    let leaf = leaves[18];
+    let pkt = |i: u32| Packet::new(i, 100).class(leaf);
+    let (mut held, mut full) = (0u32, 0u32);
+    for i in 0..16 {
+        assert!(tree.enqueue(pkt(i), 0).is_ok());
+        held += 1;
+    }
+    for i in 16..160u32 {
+        let now = u64::from(i) * 10_000;
+        if i % 3 == 0 {
+            assert!(tree.dequeue(now).is_some());
+            held -= 1;
+        }
+        match tree.enqueue(pkt(i), now) {
+            Ok(()) => held += 1,
+            Err(d) => {
+                assert_eq!(held, 16, "refused at {held} packets");
+                assert_eq!(d.reason, crate::DropReason::LeafFull);
+                full += 1;
+            }
+        }
+        assert!(held >= 15, "the leaf stays backlogged");
+        if i % 8 == 0 {
+            tree.check_invariants();
+        }
+    }
+    tree.check_invariants();
+    assert_eq!(full, 96, "the leaf was full at two arrivals of three");
+    assert_eq!(tree.backlog().packets, u64::from(held));
+}

@@ -29,7 +29,10 @@ impl PipeTree {
         subtree_counters(self.sent(n), self.queued(n), self.drops[n as usize])
     }
 
-    /// Packets and bytes queued in node `i`'s subtree.
+    /// Packets and bytes queued in node `i`'s subtree. A `drr` node keeps
+    /// its count; a leaf's and a pipe's are counted along their FIFOs (the
+    /// packet path keeps no per-leaf byte count), in time proportional to
+    /// the packets they hold.
     ///
     /// # Panics
     /// If `i` is not a node index.
@@ -47,14 +50,28 @@ impl PipeTree {
         self.link(self.place[i]).throttled
     }
 
-    /// What node `n` (a position) holds.
+    /// What node `n` (a position) holds: a leaf's FIFO, counted along its
+    /// chain, a pipe's leaves', a `drr` node's count.
     fn queued(&self, n: u32) -> Backlog {
         if self.is_leaf(n) {
-            let fifo = &self.leaves[(n - self.leaves_at) as usize].fifo;
+            let chain = self
+                .pool
+                .chain(self.leaves[(n - self.leaves_at) as usize].head);
             Backlog {
-                packets: u64::from(fifo.len()),
-                bytes: fifo.bytes(),
+                packets: u64::from(chain.packets),
+                bytes: chain.bytes,
             }
+        } else if n >= self.pipes_at {
+            let first = self.first_child[n as usize];
+            let to = self.first_child.get(n as usize + 1).copied();
+            let to = to.unwrap_or(self.leaves_at + self.leaves.len() as u32);
+            (first..to).fold(Backlog::default(), |sum, c| {
+                let q = self.queued(c);
+                Backlog {
+                    packets: sum.packets + q.packets,
+                    bytes: sum.bytes + q.bytes,
+                }
+            })
         } else {
             self.nodes[n as usize].backlog
         }
@@ -78,11 +95,9 @@ impl PipeTree {
     /// # Panics
     /// On the first count that disagrees.
     pub fn check_invariants(&self) {
-        self.pool
-            .check_invariants(self.leaves.iter().map(|l| &l.fifo));
+        self.pool.check_chains(self.leaves.iter().map(|l| l.head));
         for (l, end) in self.leaves.iter().zip(self.ends.iter()) {
-            let tail = self.pool.back_slot(&l.fifo).unwrap_or(NONE);
-            assert_eq!((end.tail, end.pipe), (tail, l.parent), "a leaf's end");
+            self.check_leaf(l, end);
         }
         let kids = self.spec.child_lists();
         for n in 0..self.order.len() as u32 {
@@ -98,6 +113,22 @@ impl PipeTree {
             self.counters.dropped.total(),
             "root drops"
         );
+    }
+
+    /// Checks a leaf's head and end against its chain.
+    fn check_leaf(&self, l: &super::Leaf, end: &super::LeafEnd) {
+        let chain = self.pool.chain(l.head);
+        assert_eq!(end.tail, chain.last, "a leaf's tail");
+        assert_eq!(l.head_len, chain.head_len, "a leaf's head length");
+        assert_eq!(end.pipe, l.parent, "a leaf's pipe");
+        let queued = end.arrived.wrapping_sub(l.departed);
+        assert_eq!(queued, chain.packets, "a leaf's arrivals less departures");
+        let capacity = self.conf(l.parent, l.slot).capacity;
+        assert!(queued <= capacity, "a leaf over its capacity");
+        let room = end.budget.wrapping_sub(end.arrived);
+        assert!(room <= capacity - queued, "a leaf's room bound {room}");
+        let held = self.nodes[l.parent as usize].held_leaves;
+        assert!(!l.throttled || held > 0, "a held leaf uncounted");
     }
 
     /// Checks node `n` against its children (`kids`: the spec's child
@@ -128,10 +159,16 @@ impl PipeTree {
             sum.2 += self.drops[c as usize].total();
         }
         let node = &self.nodes[n as usize];
-        assert_eq!(node.backlog, sum.0, "{name}: backlog against its children");
+        assert_eq!(
+            self.queued(n),
+            sum.0,
+            "{name}: backlog against its children"
+        );
         assert_eq!(node.sent, sum.1, "{name}: sent against its children");
         assert_eq!(self.drops[n as usize].total(), sum.2, "{name}: drops");
         if n >= self.pipes_at {
+            let held = (first..first + children).filter(|&c| self.link(c).throttled);
+            assert_eq!(held.count() as u32, node.held_leaves, "{name}: held leaves");
             let band = &self.nodes[n as usize].band;
             let p = &self.profiles[band.profile as usize];
             let at = band.members_at as usize;
