@@ -212,27 +212,10 @@ impl PacketPool {
     /// Appends `pkt` to `fifo`; hands it back if the pool is full.
     #[inline]
     pub fn push_back(&mut self, fifo: &mut Fifo, pkt: Packet) -> Result<(), Packet> {
-        let Some(&idx) = self.free.get(self.top.wrapping_sub(1) as usize) else {
-            return Err(pkt);
-        };
-        // A free index is always a slot's; the failed lookup only keeps the
-        // packet path free of a panic.
-        let Some(slot) = self.slots.get_mut(idx as usize) else {
-            return Err(pkt);
-        };
-        self.top -= 1;
-        slot.pkt = pkt;
-        slot.next = NIL;
-        // One comparison tells an empty FIFO (`tail == NIL`) from a tail slot.
-        match self.slots.get_mut(fifo.tail as usize) {
-            Some(tail) => {
-                tail.next = idx;
-                tail.next_len = pkt.len;
-            }
-            None => {
-                fifo.head = idx;
-                fifo.head_len = pkt.len;
-            }
+        let idx = self.append(fifo.tail, pkt)?;
+        if fifo.tail == NIL {
+            fifo.head = idx;
+            fifo.head_len = pkt.len;
         }
         fifo.tail = idx;
         fifo.packets += 1;
@@ -280,12 +263,15 @@ impl PacketPool {
         let Some(&idx) = self.free.get(self.top.wrapping_sub(1) as usize) else {
             return Err(pkt);
         };
+        // A free index is always a slot's; the failed lookup only keeps the
+        // packet path free of a panic.
         let Some(slot) = self.slots.get_mut(idx as usize) else {
             return Err(pkt);
         };
         self.top -= 1;
         slot.pkt = pkt;
         slot.next = NIL;
+        // One comparison tells a new chain (`tail == NIL`) from a tail slot.
         if let Some(t) = self.slots.get_mut(tail as usize) {
             t.next = idx;
             t.next_len = pkt.len;
