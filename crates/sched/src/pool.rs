@@ -381,16 +381,8 @@ impl PacketPool {
         (fifo.head != NIL).then_some(fifo.head)
     }
 
-    /// The slot of the tail of `fifo` (its last packet's), without reading
-    /// the pool.
-    #[must_use]
-    #[inline]
-    pub fn back_slot(&self, fifo: &Fifo) -> Option<u32> {
-        (fifo.tail != NIL).then_some(fifo.tail)
-    }
-
-    /// Hints the CPU to fetch slot `slot` (as [`PacketPool::back_slot`] or
-    /// [`PacketPool::front_slot`] named it; any other index is ignored).
+    /// Hints the CPU to fetch slot `slot` (as [`PacketPool::front_slot`] or
+    /// [`PacketPool::append`] named it; any other index is ignored).
     #[inline]
     pub fn prefetch_slot(&self, slot: u32) {
         if let Some(slot) = self.slots.get(slot as usize) {
@@ -413,19 +405,6 @@ impl PacketPool {
     #[inline]
     pub fn prefetch_head(&self, fifo: &Fifo) {
         if let Some(slot) = self.slots.get(fifo.head as usize) {
-            eiffel_queue::prefetch(slot);
-        }
-    }
-
-    /// Hints the CPU to fetch the slot after the head of `fifo`, which the
-    /// second [`PacketPool::pop_front`] on it reads: reads the head's slot,
-    /// which should be cached by then (see [`PacketPool::prefetch_head`]).
-    #[inline]
-    pub fn prefetch_second(&self, fifo: &Fifo) {
-        let Some(head) = self.slots.get(fifo.head as usize) else {
-            return;
-        };
-        if let Some(slot) = self.slots.get(head.next as usize) {
             eiffel_queue::prefetch(slot);
         }
     }

@@ -301,8 +301,9 @@ impl PipeTree {
         let l = *self.leaves.at(i);
         let capacity = self.conf(l.parent, l.slot).capacity;
         let e = self.ends.at_mut(i);
-        let queued = e.arrived.wrapping_sub(l.departed);
-        e.budget = l.departed.wrapping_add(capacity);
+        let departed = l.sent.packets as u32;
+        let queued = e.arrived.wrapping_sub(departed);
+        e.budget = departed.wrapping_add(capacity);
         queued < capacity
     }
 
@@ -410,7 +411,6 @@ impl PipeTree {
         }
         l.head = next_slot;
         l.head_len = next_len;
-        l.departed = l.departed.wrapping_add(1);
         l.sent.packets += 1;
         l.sent.bytes += u64::from(pkt.len);
         let held = l.limited && conf.cost.send_then_held(&mut l.bucket, now, pkt.len, slack);
@@ -508,13 +508,18 @@ impl PipeTree {
             let node = self.nodes.at(after);
             prefetch(node);
             prefetch(&node.bucket);
-            let from = *self.first_child.at(after);
-            let to = self.first_child.get(after as usize + 1).copied();
-            let to = to.unwrap_or(self.leaves_at + self.leaves.len() as u32);
-            for leaf in from..to {
+            for leaf in self.leaves_of(after) {
                 self.prefetch_leaf(leaf);
             }
         }
+    }
+
+    /// The positions of pipe `pipe`'s leaves.
+    #[inline]
+    pub(super) fn leaves_of(&self, pipe: u32) -> core::ops::Range<u32> {
+        let from = *self.first_child.at(pipe);
+        let to = self.first_child.get(pipe as usize + 1).copied();
+        from..to.unwrap_or(self.leaves_at + self.leaves.len() as u32)
     }
 
     /// `hint` on the head slot of every leaf pipe `pipe` has queued.

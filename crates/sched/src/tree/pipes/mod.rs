@@ -76,7 +76,7 @@ struct Node {
     cost: Cost,
 }
 
-/// A leaf: the head of its FIFO, its departures, sent counts, limit state,
+/// A leaf: the head of its FIFO, sent counts, limit state,
 /// link and flags, in one line. Its FIFO's tail and arrivals are in its
 /// [`LeafEnd`]; its capacity and its limit's configuration are its pipe's
 /// profile's ([`LeafConf`]).
@@ -87,8 +87,8 @@ struct Leaf {
     head: u32,
     /// Its first packet's length (0 when empty).
     head_len: u32,
-    /// Packets that left it (wrapping).
-    departed: u32,
+    /// What left it (its packets, truncated, are the departures its end's
+    /// room bound counts from).
     sent: Backlog,
     bucket: Bucket,
     /// Its pipe's position.
@@ -344,7 +344,6 @@ fn records(
         .map(|(&i, &(parent, slot))| Leaf {
             head: NONE,
             head_len: 0,
-            departed: 0,
             sent: Backlog::default(),
             bucket: Bucket::default(),
             parent,

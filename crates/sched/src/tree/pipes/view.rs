@@ -62,10 +62,7 @@ impl PipeTree {
                 bytes: chain.bytes,
             }
         } else if n >= self.pipes_at {
-            let first = self.first_child[n as usize];
-            let to = self.first_child.get(n as usize + 1).copied();
-            let to = to.unwrap_or(self.leaves_at + self.leaves.len() as u32);
-            (first..to).fold(Backlog::default(), |sum, c| {
+            self.leaves_of(n).fold(Backlog::default(), |sum, c| {
                 let q = self.queued(c);
                 Backlog {
                     packets: sum.packets + q.packets,
@@ -121,7 +118,7 @@ impl PipeTree {
         assert_eq!(end.tail, chain.last, "a leaf's tail");
         assert_eq!(l.head_len, chain.head_len, "a leaf's head length");
         assert_eq!(end.pipe, l.parent, "a leaf's pipe");
-        let queued = end.arrived.wrapping_sub(l.departed);
+        let queued = end.arrived.wrapping_sub(l.sent.packets as u32);
         assert_eq!(queued, chain.packets, "a leaf's arrivals less departures");
         let capacity = self.conf(l.parent, l.slot).capacity;
         assert!(queued <= capacity, "a leaf over its capacity");
