@@ -792,7 +792,7 @@ impl PolicyTree {
             };
             let next = self.next_head(c, below, state, now);
             if c == self.run.top {
-                if self.run.extend(pkt.len, next) {
+                if self.run.extend(pkt.len, next.map(|h| h.len)) {
                     // Every ancestor would pick this path again.
                     self.note_next(next);
                     return;

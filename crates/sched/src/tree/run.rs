@@ -70,21 +70,52 @@ impl Run {
         next_len: 0,
     };
 
-    /// Whether `top`'s send of `len` bytes, with `next` to send after it,
-    /// leaves every ancestor's choice and hold as they are; if so, counts it.
+    /// A run through `top` at `now`, whose next packet is `next_len` bytes
+    /// long, within `turn_room` bytes (next packet included) of the DRR
+    /// ancestors' turns and `limit_room` bytes of the limited ancestors'.
+    pub(super) fn new(top: u32, now: Nanos, turn_room: u64, limit_room: u64, next_len: u32) -> Run {
+        Run {
+            top,
+            now,
+            packets: 0,
+            bytes: 0,
+            turn_room,
+            limit_room,
+            next_len,
+        }
+    }
+
+    /// Whether `top`'s send of `len` bytes, with a packet of `next_len` bytes
+    /// to send after it, leaves every ancestor's choice and hold as they are;
+    /// if so, counts it.
     #[inline]
-    pub(super) fn extend(&mut self, len: u32, next: Option<Head>) -> bool {
-        let Some(next) = next else {
+    pub(super) fn extend(&mut self, len: u32, next_len: Option<u32>) -> bool {
+        let Some(next_len) = next_len else {
             return false;
         };
         let bytes = self.bytes.saturating_add(u64::from(len));
-        if bytes.saturating_add(u64::from(next.len)) > self.turn_room || bytes > self.limit_room {
+        if bytes.saturating_add(u64::from(next_len)) > self.turn_room || bytes > self.limit_room {
             return false;
         }
         self.packets += 1;
         self.bytes = bytes;
-        self.next_len = next.len;
+        self.next_len = next_len;
         true
+    }
+
+    /// The sends deferred so far: packets and bytes.
+    #[inline]
+    pub(super) fn sent(&self) -> Backlog {
+        Backlog {
+            packets: self.packets,
+            bytes: self.bytes,
+        }
+    }
+
+    /// The length of `top`'s next packet.
+    #[inline]
+    pub(super) fn next_len(&self) -> u32 {
+        self.next_len
     }
 }
 
@@ -127,15 +158,7 @@ impl PolicyTree {
             }
             x = parent;
         }
-        self.run = Run {
-            top,
-            now,
-            packets: 0,
-            bytes: 0,
-            turn_room,
-            limit_room,
-            next_len: next.len,
-        };
+        self.run = Run::new(top, now, turn_room, limit_room, next.len);
     }
 
     /// Applies the run's deferred sends to `top`'s ancestors and ends it.

@@ -280,8 +280,12 @@ impl Cost {
     pub(crate) fn room(&self, b: &Bucket, now: Nanos, slack: Nanos) -> u64 {
         let r = u128::from(self.rate.bps());
         let allowed = (u128::from(now) + u128::from(slack)) * r + self.tau();
-        let free = allowed.saturating_sub(self.tat(b)) / TICKS_PER_BYTE;
-        u64::try_from(free).unwrap_or(u64::MAX)
+        let free = allowed.saturating_sub(self.tat(b));
+        // A room below 2^64 ticks (2.3 GB) divides in 64 bits, by a constant.
+        match u64::try_from(free) {
+            Ok(ticks) => ticks / TICKS_PER_BYTE as u64,
+            Err(_) => u64::try_from(free / TICKS_PER_BYTE).unwrap_or(u64::MAX),
+        }
     }
 }
 

@@ -215,6 +215,7 @@ impl PipeTree {
 
     #[cold]
     fn release(&mut self, n: u32, now: Nanos) {
+        self.settle();
         self.ahead = NONE;
         self.set_throttled(n, false);
         self.filed[n as usize] = None;
@@ -249,8 +250,9 @@ impl PipeTree {
     }
 
     /// Queues `pkt`; see [`Scheduler::enqueue`](crate::Scheduler::enqueue).
-    #[inline]
+    #[inline(always)]
     pub(super) fn enqueue_one(&mut self, pkt: Packet, now: Nanos) -> Result<(), Dropped> {
+        self.settle();
         self.counters.on_enqueue(pkt.len);
         let Some(leaf) = self.leaf_at(pkt.class) else {
             return Err(self.counters.drop_packet(pkt, DropReason::Unclassified));
@@ -281,16 +283,35 @@ impl PipeTree {
         self.backlog.bytes += len;
         self.ahead = NONE;
         if end.tail == NONE {
-            // The leaf was empty: a leaf that holds a packet is active or
-            // held already.
-            let l = self.leaves.at_mut(i);
-            l.head = slot;
-            l.head_len = pkt.len;
-            if !l.active && !l.throttled {
-                self.propagate(leaf, now);
-            }
+            self.activate_leaf(leaf, slot, pkt.len, now);
         }
         Ok(())
+    }
+
+    /// Leaf `leaf` was empty and took a packet (slot `slot`, `len` bytes):
+    /// it becomes the leaf's head, and the leaf, neither queued nor held
+    /// while empty, is queued in its pipe or held by its limit, and so on up
+    /// (the first step of [`PipeTree::propagate`], for a leaf).
+    #[inline(always)]
+    fn activate_leaf(&mut self, leaf: u32, slot: u32, len: u32, now: Nanos) {
+        let l = self.leaves.at_mut(leaf - self.leaves_at);
+        debug_assert!(!l.active && !l.throttled, "an empty leaf queued or held");
+        l.head = slot;
+        l.head_len = len;
+        let (pipe, unit, limited) = (l.parent, u32::from(l.slot), l.limited);
+        if limited {
+            if let Some(at) = self.hold(leaf, now) {
+                self.throttle_node(leaf, now, at);
+                return;
+            }
+        }
+        let (band, p, m) = self.band(pipe);
+        band.activate(p, m, unit, len);
+        self.leaves.at_mut(leaf - self.leaves_at).active = true;
+        let node = self.nodes.at(pipe);
+        if !node.active && !node.throttled {
+            self.propagate(pipe, now);
+        }
     }
 
     /// Counts leaf `leaf`'s room from its line when its end's bound ran out:
@@ -375,6 +396,9 @@ impl PipeTree {
     /// Takes the next packet; see [`Scheduler::dequeue`](crate::Scheduler::dequeue).
     #[inline]
     pub(super) fn dequeue_one(&mut self, now: Nanos) -> Option<Packet> {
+        if self.run.top != NONE && self.run.now != now {
+            self.settle();
+        }
         self.release_due(now);
         let mut n = core::mem::replace(&mut self.ahead, NONE);
         if n == NONE {
@@ -555,16 +579,20 @@ impl PipeTree {
         }
     }
 
-    /// Unwinds a send through node `c` (not a leaf) up to the root.
+    /// Unwinds a send through pipe `pipe` up to the root; a run through the
+    /// pipe (see `run`) ends the unwinding there when it can go on, and one
+    /// starts when the root's next packet is the pipe's.
     #[inline(always)]
-    fn unwind(&mut self, mut c: u32, pkt: &Packet, mut below: Below, now: Nanos) {
+    fn unwind(&mut self, pipe: u32, pkt: &Packet, mut below: Below, now: Nanos) {
         let len = u64::from(pkt.len);
+        let mut c = pipe;
+        let mut pipe_next = None;
         loop {
-            let pipe = self.is_pipe(c);
+            let is_pipe = c == pipe;
             let node = self.nodes.at_mut(c);
             node.sent.packets += 1;
             node.sent.bytes += len;
-            let left = if pipe {
+            let left = if is_pipe {
                 // A pipe holds packets while a leaf is queued in its band or
                 // held by its limit.
                 u64::from(!node.band.is_empty() || node.held_leaves > 0)
@@ -579,10 +607,23 @@ impl PipeTree {
                     .cost
                     .send_then_held(&mut node.bucket, now, pkt.len, self.slack);
             let next = self.next_head(c, below, left, held, now);
+            if is_pipe {
+                if self.run.top == pipe {
+                    if self.run.extend(pkt.len, next.map(|h| h.len)) {
+                        // Every level above would pick this pipe again.
+                        self.note_next(next);
+                        return;
+                    }
+                    self.settle();
+                }
+                pipe_next = next;
+            }
             if parent == NONE {
+                self.note_next(next);
                 if let Some(h) = next {
-                    prefetch(self.pool.at(h.slot));
-                    self.ahead = h.leaf;
+                    if pipe_next == next && self.run.top == NONE {
+                        self.start_run(pipe, h.len, now);
+                    }
                 }
                 return;
             }
@@ -602,6 +643,16 @@ impl PipeTree {
                 after,
             };
             c = parent;
+        }
+    }
+
+    /// The root's next packet is `next`: fetches its slot and remembers its
+    /// leaf for the next dequeue.
+    #[inline(always)]
+    fn note_next(&mut self, next: Option<Head>) {
+        if let Some(h) = next {
+            prefetch(self.pool.at(h.slot));
+            self.ahead = h.leaf;
         }
     }
 }

@@ -10,12 +10,13 @@
 //! queues a burst of packets spreads over, sit side by side.
 //!
 //! What the general tree offers beyond it is what the shape leaves out: other
-//! disciplines, per-flow leaves, release programs, node views with queue
-//! statistics, and runs (a run defers the ancestors' counts of a burst of
-//! dequeues through one node; here the counts are kept packet by packet).
+//! disciplines, per-flow leaves, release programs and node views with queue
+//! statistics. Runs (a burst of dequeues at one instant through one node,
+//! the levels above it told once) start at a pipe here.
 
 mod band;
 mod exec;
+mod run;
 mod shape;
 mod view;
 
@@ -200,6 +201,9 @@ pub struct PipeTree {
     /// The leaf the next dequeue takes from, found by the last dequeue;
     /// `NONE` once anything else changed the tree.
     ahead: u32,
+    /// The run in progress: dequeues at one instant through one pipe, the
+    /// levels above it told once (see `run`).
+    run: super::run::Run,
     /// Whether the tree exceeds the cache, so that its paths are prefetched.
     prefetching: bool,
 }
@@ -280,6 +284,7 @@ impl PipeTree {
             counters: Counters::default(),
             backlog: Backlog::default(),
             ahead: NONE,
+            run: super::run::Run::NONE,
         })
     }
 

@@ -127,3 +127,33 @@ fn a_leaf_that_never_empties_takes_exactly_its_capacity() {
     assert_eq!(full, 96, "the leaf was full at two arrivals of three");
     assert_eq!(tree.backlog().packets, u64::from(held));
 }
+
+/// A run through a pipe: the dequeues after the first at one instant stop
+/// at the pipe, the views count the deferred sends above it, and an enqueue
+/// applies them.
+#[test]
+fn a_run_defers_the_levels_above_a_pipe_and_settles_them() {
+    let (spec, leaves) = spec();
+    let mut tree = PipeTree::new(spec).expect("the shape");
+    // Subport s1's pipe p0 (no limit), its three shared-level queues.
+    for i in 0..12 {
+        let pkt = Packet::new(i, 200).class(leaves[17 + (i % 3) as usize]);
+        assert!(tree.enqueue(pkt, 0).is_ok());
+    }
+    for _ in 0..6 {
+        assert!(tree.dequeue(0).is_some());
+    }
+    assert_ne!(tree.run.top, super::NONE, "a run started");
+    assert_eq!(tree.run.sent().packets, 5, "the dequeues after the first");
+    let root = tree.spec().find("port").expect("the root");
+    assert_eq!(tree.nodes[0].sent.packets, 1, "the root's count waits");
+    assert_eq!(tree.node_counters(root).dequeued, 6, "the view adds it");
+    assert_eq!(tree.node_backlog(root).packets, 6);
+    tree.check_invariants();
+    let pkt = Packet::new(12, 200).class(leaves[0]);
+    assert!(tree.enqueue(pkt, 1).is_ok());
+    assert_eq!(tree.run.top, super::NONE, "the enqueue ended the run");
+    assert_eq!(tree.nodes[0].sent.packets, 6);
+    assert_eq!(tree.nodes[0].backlog.packets, 7);
+    tree.check_invariants();
+}

@@ -70,7 +70,11 @@ impl PipeTree {
                 }
             })
         } else {
-            self.nodes[n as usize].backlog
+            let (queued, deferred) = (self.nodes[n as usize].backlog, self.deferred(n));
+            Backlog {
+                packets: queued.packets - deferred.packets,
+                bytes: queued.bytes - deferred.bytes,
+            }
         }
     }
 
@@ -79,7 +83,11 @@ impl PipeTree {
         if self.is_leaf(n) {
             self.leaves[(n - self.leaves_at) as usize].sent
         } else {
-            self.nodes[n as usize].sent
+            let (sent, deferred) = (self.nodes[n as usize].sent, self.deferred(n));
+            Backlog {
+                packets: sent.packets + deferred.packets,
+                bytes: sent.bytes + deferred.bytes,
+            }
         }
     }
 
@@ -100,9 +108,8 @@ impl PipeTree {
         for n in 0..self.order.len() as u32 {
             self.check_node(n, &kids);
         }
-        let root = &self.nodes[0];
-        assert_eq!(root.backlog, self.backlog, "root backlog");
-        assert_eq!(root.sent.packets, self.counters.dequeued, "root sent");
+        assert_eq!(self.queued(0), self.backlog, "root backlog");
+        assert_eq!(self.sent(0).packets, self.counters.dequeued, "root sent");
         let root_drops = self.drops[0].total();
         let unclassified = self.counters.dropped.packets[crate::DropReason::Unclassified.index()];
         assert_eq!(
@@ -155,17 +162,17 @@ impl PipeTree {
             sum.1.bytes += sent.bytes;
             sum.2 += self.drops[c as usize].total();
         }
-        let node = &self.nodes[n as usize];
         assert_eq!(
             self.queued(n),
             sum.0,
             "{name}: backlog against its children"
         );
-        assert_eq!(node.sent, sum.1, "{name}: sent against its children");
+        assert_eq!(self.sent(n), sum.1, "{name}: sent against its children");
         assert_eq!(self.drops[n as usize].total(), sum.2, "{name}: drops");
         if n >= self.pipes_at {
             let held = (first..first + children).filter(|&c| self.link(c).throttled);
-            assert_eq!(held.count() as u32, node.held_leaves, "{name}: held leaves");
+            let held_leaves = self.nodes[n as usize].held_leaves;
+            assert_eq!(held.count() as u32, held_leaves, "{name}: held leaves");
             let band = &self.nodes[n as usize].band;
             let p = &self.profiles[band.profile as usize];
             let at = band.members_at as usize;
