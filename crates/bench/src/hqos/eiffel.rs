@@ -117,6 +117,23 @@ impl Exec {
         }
     }
 
+    /// Up to `out.len()` packets at `now` into `out`: how many.
+    #[inline]
+    fn dequeue_burst(&mut self, now: Nanos, out: &mut [Packet]) -> usize {
+        match self {
+            Exec::Tree(t) => {
+                for (k, slot) in out.iter_mut().enumerate() {
+                    let Some(pkt) = t.dequeue(now) else {
+                        return k;
+                    };
+                    *slot = pkt;
+                }
+                out.len()
+            }
+            Exec::Pipes(t) => t.dequeue_burst(now, out),
+        }
+    }
+
     fn backlog(&self) -> eiffel_sched::Backlog {
         match self {
             Exec::Tree(t) => t.backlog(),
@@ -236,26 +253,24 @@ impl Bench {
         Ok(bench)
     }
 
-    /// Dequeues bursts of up to 32 at the port clock's time and enqueues as
-    /// many new packets, until `packets` were sent; returns how many were.
+    /// Dequeues bursts of up to 32 at the port clock's time (one call, as
+    /// `rte_sched_port_dequeue`) and enqueues as many new packets, until
+    /// `packets` were sent; returns how many were.
     fn steady(&mut self, packets: u64) -> u64 {
         let Bench {
             port,
             stream,
             clock,
         } = self;
+        let mut out = [Packet::default(); BURST];
         let mut sent = 0;
         while sent < packets {
             let now = clock.now();
-            let mut got = 0;
-            while got < BURST {
-                let Some(pkt) = port.tree.dequeue(now) else {
-                    break;
-                };
+            let got = port.tree.dequeue_burst(now, &mut out);
+            for pkt in &out[..got] {
                 clock.sent(pkt.len);
-                black_box(pkt);
-                got += 1;
             }
+            black_box(&mut out[..got]);
             port.offer_burst(stream, got, now);
             sent += got as u64;
             if got == 0 && port.tree.backlog().packets == 0 {

@@ -393,8 +393,22 @@ impl PipeTree {
         }
     }
 
+    /// [`Scheduler::dequeue`](crate::Scheduler::dequeue) of up to
+    /// `out.len()` packets at `now`, written to the front of `out` in the
+    /// order they leave; returns how many left (fewer once the tree has
+    /// nothing it may send at `now`).
+    pub fn dequeue_burst(&mut self, now: Nanos, out: &mut [Packet]) -> usize {
+        for (k, slot) in out.iter_mut().enumerate() {
+            let Some(pkt) = self.dequeue_one(now) else {
+                return k;
+            };
+            *slot = pkt;
+        }
+        out.len()
+    }
+
     /// Takes the next packet; see [`Scheduler::dequeue`](crate::Scheduler::dequeue).
-    #[inline]
+    #[inline(always)]
     pub(super) fn dequeue_one(&mut self, now: Nanos) -> Option<Packet> {
         if self.run.top != NONE && self.run.now != now {
             self.settle();

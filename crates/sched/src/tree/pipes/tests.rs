@@ -157,3 +157,43 @@ fn a_run_defers_the_levels_above_a_pipe_and_settles_them() {
     assert_eq!(tree.nodes[0].backlog.packets, 7);
     tree.check_invariants();
 }
+
+/// A burst dequeue sends what as many single dequeues send, and stops where
+/// they would return nothing.
+#[test]
+fn a_burst_dequeue_sends_what_single_dequeues_send() {
+    let (spec, leaves) = spec();
+    let mut one = PipeTree::new(spec.clone()).expect("the shape");
+    let mut burst = PipeTree::new(spec).expect("the shape");
+    let mut out = [Packet::default(); 32];
+    let mut now = 0u64;
+    for round in 0..40u32 {
+        let pkts: Vec<Packet> = (0..24)
+            .map(|i| {
+                let n = round * 24 + i;
+                Packet::new(n, 64 + n * 53 % 1400)
+                    .class(leaves[(n * 11 % 30) as usize])
+                    .buffer(n)
+            })
+            .collect();
+        let (mut da, mut db) = (0, 0);
+        one.enqueue_burst(&pkts, now, |_| da += 1);
+        burst.enqueue_burst(&pkts, now, |_| db += 1);
+        assert_eq!(da, db);
+        now += 20_000;
+        let got = burst.dequeue_burst(now, &mut out);
+        for (k, p) in out[..got].iter().enumerate() {
+            assert_eq!(
+                one.dequeue(now).as_ref(),
+                Some(p),
+                "packet {k} of round {round}"
+            );
+        }
+        if got < out.len() {
+            assert_eq!(one.dequeue(now), None, "the burst stopped early");
+        }
+        assert_eq!(one.backlog(), burst.backlog());
+    }
+    one.check_invariants();
+    burst.check_invariants();
+}
