@@ -21,6 +21,55 @@ struct Below {
     after: Option<u32>,
 }
 
+/// A leaf that was empty took a packet: its slot and length, which become
+/// the leaf's head when it is activated.
+#[derive(Clone, Copy, Debug, Default)]
+struct Activation {
+    leaf: u32,
+    slot: u32,
+    len: u32,
+}
+
+/// The activations a burst enqueue defers, in arrival order. An arrival
+/// behind a queued packet changes no discipline and no limit, and an
+/// activation reads nothing such an arrival writes but the leaf's head,
+/// which it sets; so activating at the end of the burst, in order, leaves
+/// the tree as activating at each arrival would. Meanwhile the leaf's line
+/// and its pipe's, hinted at the arrival, have the rest of the burst to
+/// arrive.
+struct Pending {
+    items: [Activation; PENDING],
+    len: usize,
+}
+
+/// Most activations a burst enqueue holds back at once.
+const PENDING: usize = 32;
+
+impl Pending {
+    fn new() -> Pending {
+        Pending {
+            items: [Activation::default(); PENDING],
+            len: 0,
+        }
+    }
+
+    fn is_full(&self) -> bool {
+        self.len == PENDING
+    }
+
+    fn push(&mut self, a: Activation) {
+        if let Some(slot) = self.items.get_mut(self.len) {
+            *slot = a;
+            self.len += 1;
+        }
+    }
+
+    fn drain(&mut self) -> impl Iterator<Item = Activation> + '_ {
+        let len = core::mem::replace(&mut self.len, 0);
+        self.items[..len].iter().copied()
+    }
+}
+
 impl PipeTree {
     #[inline(always)]
     pub(super) fn is_leaf(&self, n: u32) -> bool {
@@ -253,6 +302,16 @@ impl PipeTree {
     #[inline(always)]
     pub(super) fn enqueue_one(&mut self, pkt: Packet, now: Nanos) -> Result<(), Dropped> {
         self.settle();
+        if let Some(a) = self.take(pkt)? {
+            self.activate_leaf(a.leaf, a.slot, a.len, now);
+        }
+        Ok(())
+    }
+
+    /// Queues `pkt` in its leaf's FIFO and counts it, all but the activation
+    /// of a leaf that was empty, which it returns (no run in progress).
+    #[inline(always)]
+    fn take(&mut self, pkt: Packet) -> Result<Option<Activation>, Dropped> {
         self.counters.on_enqueue(pkt.len);
         let Some(leaf) = self.leaf_at(pkt.class) else {
             return Err(self.counters.drop_packet(pkt, DropReason::Unclassified));
@@ -282,10 +341,11 @@ impl PipeTree {
         self.backlog.packets += 1;
         self.backlog.bytes += len;
         self.ahead = NONE;
-        if end.tail == NONE {
-            self.activate_leaf(leaf, slot, pkt.len, now);
-        }
-        Ok(())
+        Ok((end.tail == NONE).then_some(Activation {
+            leaf,
+            slot,
+            len: pkt.len,
+        }))
     }
 
     /// Leaf `leaf` was empty and took a packet (slot `slot`, `len` bytes):
@@ -332,7 +392,8 @@ impl PipeTree {
     /// `now`: each dropped one is passed to `dropped`; returns how many were
     /// queued. In a tree larger than the cache, the leaf's end and its FIFO's
     /// tail (for an empty leaf, its line and its pipe) are fetched a few
-    /// packets ahead.
+    /// packets ahead, and the activations of leaves that were empty wait for
+    /// the end of the burst (see [`Pending`]).
     pub fn enqueue_burst(
         &mut self,
         pkts: &[Packet],
@@ -340,14 +401,14 @@ impl PipeTree {
         mut dropped: impl FnMut(Dropped),
     ) -> usize {
         const GAP: usize = 2;
+        self.settle();
         let mut queued = 0;
-        let mut offer = |tree: &mut PipeTree, pkt: &Packet| match tree.enqueue_one(*pkt, now) {
-            Ok(()) => queued += 1,
-            Err(d) => dropped(d),
-        };
         if !self.prefetching {
             for pkt in pkts {
-                offer(self, pkt);
+                match self.enqueue_one(*pkt, now) {
+                    Ok(()) => queued += 1,
+                    Err(d) => dropped(d),
+                }
             }
             return queued;
         }
@@ -359,6 +420,7 @@ impl PipeTree {
                 prefetch(place);
             }
         }
+        let mut pending = Pending::new();
         for k in 0..pkts.len() + 2 * GAP {
             let at = |s: usize| k.checked_sub(s * GAP).and_then(|i| pkts.get(i));
             if let Some(p) = at(0) {
@@ -370,10 +432,30 @@ impl PipeTree {
                 self.prefetch_path(p);
             }
             if let Some(p) = at(2) {
-                offer(self, p);
+                match self.take(*p) {
+                    Ok(activation) => {
+                        queued += 1;
+                        if let Some(a) = activation {
+                            if pending.is_full() {
+                                self.activate_pending(&mut pending, now);
+                            }
+                            pending.push(a);
+                        }
+                    }
+                    Err(d) => dropped(d),
+                }
             }
         }
+        self.activate_pending(&mut pending, now);
         queued
+    }
+
+    /// Activates the leaves `pending` holds, in their order, and empties it.
+    #[inline]
+    fn activate_pending(&mut self, pending: &mut Pending, now: Nanos) {
+        for a in pending.drain() {
+            self.activate_leaf(a.leaf, a.slot, a.len, now);
+        }
     }
 
     /// Hints what queueing `pkt` touches beyond its leaf's end (hinted a

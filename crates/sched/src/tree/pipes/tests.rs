@@ -197,3 +197,65 @@ fn a_burst_dequeue_sends_what_single_dequeues_send() {
     one.check_invariants();
     burst.check_invariants();
 }
+
+/// Every node's counters, backlog and throttling, as the views show them.
+fn observed(t: &PipeTree) -> Vec<(crate::Counters, crate::Backlog, bool)> {
+    (0..t.len())
+        .map(|i| (t.node_counters(i), t.node_backlog(i), t.is_throttled(i)))
+        .collect()
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: if cfg!(miri) { 4 } else { 64 },
+        ..Default::default()
+    })]
+
+    /// A burst enqueue with its prefetch stages and its activations held to
+    /// the end of the burst leaves the tree as its packets one by one do:
+    /// the same drops, the same departures, the same counts, backlogs and
+    /// throttling at every node after every burst and dequeue, through
+    /// leaves that fill, limits that hold and release, several arrivals at
+    /// one empty leaf in a burst, and bursts longer than the activations
+    /// held back at once.
+    #[test]
+    fn deferred_activations_change_nothing(
+        steps in proptest::collection::vec(
+            (
+                proptest::collection::vec((0usize..30, 64u32..1500), 0..70),
+                0usize..40,
+                0u64..40_000,
+            ),
+            1..40,
+        )
+    ) {
+        let (spec, leaves) = spec();
+        let mut staged = PipeTree::new(spec.clone()).expect("the shape");
+        staged.prefetching = true;
+        let mut single = PipeTree::new(spec).expect("the shape");
+        single.prefetching = false;
+        let (mut now, mut id) = (0u64, 0u32);
+        for (arrivals, dequeues, dt) in steps {
+            now += dt;
+            let pkts: Vec<Packet> = arrivals
+                .iter()
+                .map(|&(leaf, len)| {
+                    id += 1;
+                    Packet::new(id, len).class(leaves[leaf]).buffer(id)
+                })
+                .collect();
+            let (mut da, mut db) = (Vec::new(), Vec::new());
+            let qa = staged.enqueue_burst(&pkts, now, |d| da.push(d));
+            let qb = single.enqueue_burst(&pkts, now, |d| db.push(d));
+            proptest::prop_assert_eq!(qa, qb);
+            proptest::prop_assert_eq!(da, db);
+            proptest::prop_assert_eq!(observed(&staged), observed(&single));
+            for _ in 0..dequeues {
+                proptest::prop_assert_eq!(staged.dequeue(now), single.dequeue(now));
+            }
+            proptest::prop_assert_eq!(observed(&staged), observed(&single));
+            proptest::prop_assert_eq!(staged.next_ready(now), single.next_ready(now));
+            staged.check_invariants();
+        }
+    }
+}
