@@ -393,7 +393,9 @@ impl PipeTree {
     /// queued. In a tree larger than the cache, the leaf's end and its FIFO's
     /// tail (for an empty leaf, its line and its pipe) are fetched a few
     /// packets ahead, and the activations of leaves that were empty wait for
-    /// the end of the burst (see [`Pending`]).
+    /// the end of the burst, made in arrival order: the tree ends the burst
+    /// as its packets one by one would leave it, and an activation's lines
+    /// have the rest of the burst to arrive.
     pub fn enqueue_burst(
         &mut self,
         pkts: &[Packet],
