@@ -284,10 +284,21 @@ impl PacketPool {
     /// ([`NO_SLOT`] and 0 at the chain's end).
     #[inline]
     pub fn unlink(&mut self, head: u32) -> Option<(Packet, u32, u32)> {
+        let mut pkt = Packet::default();
+        let (next, next_len) = self.unlink_into(head, &mut pkt)?;
+        Some((pkt, next, next_len))
+    }
+
+    /// [`PacketPool::unlink`] writing the packet to `out` (a burst's slot,
+    /// without a copy in between): returns the next slot and its packet's
+    /// length, or `None` (`out` untouched) for a slot out of range.
+    #[inline(always)]
+    pub fn unlink_into(&mut self, head: u32, out: &mut Packet) -> Option<(u32, u32)> {
         let slot = self.slots.get(head as usize)?;
-        let (pkt, next, next_len) = (slot.pkt, slot.next, slot.next_len);
+        *out = slot.pkt;
+        let (next, next_len) = (slot.next, slot.next_len);
         self.release(head);
-        Some((pkt, next, if next == NIL { 0 } else { next_len }))
+        Some((next, if next == NIL { 0 } else { next_len }))
     }
 
     /// Hints the CPU to fetch the slot after `slot` on its chain.

@@ -5,7 +5,7 @@ use eiffel_queue::prefetch;
 
 use super::super::shaper::{Bucket, Cost, Throttled, UNIT_NODE};
 use super::band::{Band, Member, Profile};
-use super::{Head, LeafConf, Link, PipeTree, NONE};
+use super::{Head, Leaf, LeafConf, Link, PipeTree, NONE};
 use crate::packet::{Nanos, Packet};
 use crate::pool::PacketPool;
 use crate::scheduler::{DropReason, Dropped};
@@ -462,7 +462,8 @@ impl PipeTree {
 
     /// Hints what queueing `pkt` touches beyond its leaf's end (hinted a
     /// stage earlier): the tail slot it links from, or, when the leaf is
-    /// empty, the leaf's line and its pipe's, which the arrival activates.
+    /// empty, the leaf's line, its pipe's and its pipe's members', which the
+    /// arrival activates.
     #[inline]
     fn prefetch_path(&self, pkt: &Packet) {
         let Some(leaf) = self.leaf_at(pkt.class) else {
@@ -472,6 +473,10 @@ impl PipeTree {
         if end.tail == NONE {
             self.prefetch_leaf(leaf);
             prefetch(self.nodes.at(end.pipe));
+            let at = *self.members_of.at(end.pipe - self.pipes_at);
+            if let Some(m) = self.members.get(at as usize) {
+                prefetch(m);
+            }
         } else {
             self.pool.prefetch_slot(end.tail);
         }
@@ -483,17 +488,24 @@ impl PipeTree {
     /// nothing it may send at `now`).
     pub fn dequeue_burst(&mut self, now: Nanos, out: &mut [Packet]) -> usize {
         for (k, slot) in out.iter_mut().enumerate() {
-            let Some(pkt) = self.dequeue_one(now) else {
+            if !self.dequeue_into(now, slot) {
                 return k;
-            };
-            *slot = pkt;
+            }
         }
         out.len()
     }
 
     /// Takes the next packet; see [`Scheduler::dequeue`](crate::Scheduler::dequeue).
-    #[inline(always)]
+    #[inline]
     pub(super) fn dequeue_one(&mut self, now: Nanos) -> Option<Packet> {
+        let mut pkt = Packet::default();
+        self.dequeue_into(now, &mut pkt).then_some(pkt)
+    }
+
+    /// Takes the next packet into `out`; returns whether there was one
+    /// (`out` untouched when not).
+    #[inline(always)]
+    fn dequeue_into(&mut self, now: Nanos, out: &mut Packet) -> bool {
         if self.run.top != NONE && self.run.now != now {
             self.settle();
         }
@@ -501,7 +513,7 @@ impl PipeTree {
         let mut n = core::mem::replace(&mut self.ahead, NONE);
         if n == NONE {
             if self.nodes.at(0).throttled || !self.has_head(0) {
-                return None;
+                return false;
             }
             n = 0;
             while !self.is_leaf(n) {
@@ -509,33 +521,35 @@ impl PipeTree {
                 n = *self.first_child.at(n) + u;
             }
         }
-        let pkt = self.send_leaf(n, now);
-        self.counters.on_dequeue(pkt.len);
+        let len = self.send_leaf(n, now, out);
+        self.counters.on_dequeue(len);
         self.backlog.packets -= 1;
-        self.backlog.bytes -= u64::from(pkt.len);
-        Some(pkt)
+        self.backlog.bytes -= u64::from(len);
+        true
     }
 
-    /// Takes leaf `n`'s head and unwinds the send to the root.
+    /// Takes leaf `n`'s head into `out` and unwinds the send to the root;
+    /// returns the packet's length.
     #[inline(always)]
-    fn send_leaf(&mut self, n: u32, now: Nanos) -> Packet {
+    fn send_leaf(&mut self, n: u32, now: Nanos, out: &mut Packet) -> u32 {
         let slack = self.slack;
         let i = n - self.leaves_at;
         let l = self.leaves.at(i);
         let conf = *self.conf(l.parent, l.slot);
         let l = self.leaves.at_mut(i);
-        let (pkt, next_slot, next_len) = self
+        let (next_slot, next_len) = self
             .pool
-            .unlink(l.head)
+            .unlink_into(l.head, out)
             .expect("a leaf with a head has a packet");
+        let len = out.len;
         if self.prefetching {
             self.pool.prefetch_slot(next_slot);
         }
         l.head = next_slot;
         l.head_len = next_len;
         l.sent.packets += 1;
-        l.sent.bytes += u64::from(pkt.len);
-        let held = l.limited && conf.cost.send_then_held(&mut l.bucket, now, pkt.len, slack);
+        l.sent.bytes += u64::from(len);
+        let held = l.limited && conf.cost.send_then_held(&mut l.bucket, now, len, slack);
         let (parent, slot) = (l.parent, u32::from(l.slot));
         let next = if next_slot == NONE {
             let e = self.ends.at_mut(i);
@@ -563,8 +577,8 @@ impl PipeTree {
             head: next,
             after,
         };
-        self.unwind(parent, &pkt, below, now);
-        pkt
+        self.unwind(parent, len, below, now);
+        len
     }
 
     /// Node `c` sent; `below` is what its child passed up. Its next packet,
@@ -609,9 +623,10 @@ impl PipeTree {
     /// `drr` node `c` turned to pipe `pick`, as `rte_sched`'s grinders
     /// pipeline a pipe's visit, one stage a turn over the pipes after it in
     /// the round: the slots after the heads of the next pipe's queued leaves,
-    /// the head slots of the pipe after that (their leaves' records hinted a
-    /// turn earlier), and the node (both lines), members and leaves of the
-    /// third.
+    /// the head slots of the pipe after that, the members and queued leaves
+    /// of the third (its node hinted a turn earlier), and the node (both
+    /// lines) of the fourth. A leaf not queued when its pipe is three turns
+    /// ahead is not hinted: an arrival that queues it hints it then.
     #[inline]
     fn prefetch_turn(&self, c: u32) {
         let drr = self.drr.at(c);
@@ -619,20 +634,22 @@ impl PipeTree {
         let Some(next) = drr.second() else {
             return;
         };
-        self.prefetch_leaves_of(first + next, PacketPool::prefetch_after);
+        self.prefetch_leaves_of(first + next, |pool, l| {
+            pool.prefetch_after(l.head);
+        });
         let Some(then) = drr.following(next) else {
             return;
         };
-        self.prefetch_leaves_of(first + then, PacketPool::prefetch_slot);
-        self.prefetch_members(first + then);
-        if let Some(u) = drr.following(then) {
-            let after = first + u;
-            let node = self.nodes.at(after);
+        self.prefetch_leaves_of(first + then, |pool, l| pool.prefetch_slot(l.head));
+        let Some(third) = drr.following(then) else {
+            return;
+        };
+        self.prefetch_members(first + third);
+        self.prefetch_leaves_of(first + third, |_, l| prefetch(l));
+        if let Some(u) = drr.following(third) {
+            let node = self.nodes.at(first + u);
             prefetch(node);
             prefetch(&node.bucket);
-            for leaf in self.leaves_of(after) {
-                self.prefetch_leaf(leaf);
-            }
         }
     }
 
@@ -644,9 +661,9 @@ impl PipeTree {
         from..to.unwrap_or(self.leaves_at + self.leaves.len() as u32)
     }
 
-    /// `hint` on the head slot of every leaf pipe `pipe` has queued.
+    /// `hint` on the record of every leaf pipe `pipe` has queued.
     #[inline]
-    fn prefetch_leaves_of(&self, pipe: u32, hint: impl Fn(&PacketPool, u32)) {
+    fn prefetch_leaves_of(&self, pipe: u32, hint: impl Fn(&PacketPool, &Leaf)) {
         let band = &self.nodes.at(pipe).band;
         let mut queued = band.queued_units(self.profiles.at(band.profile));
         let first = *self.first_child.at(pipe) - self.leaves_at;
@@ -654,7 +671,7 @@ impl PipeTree {
             let u = queued.trailing_zeros();
             queued &= queued - 1;
             if let Some(l) = self.leaves.get((first + u) as usize) {
-                hint(&self.pool, l.head);
+                hint(&self.pool, l);
             }
         }
     }
@@ -681,8 +698,8 @@ impl PipeTree {
     /// pipe (see `run`) ends the unwinding there when it can go on, and one
     /// starts when the root's next packet is the pipe's.
     #[inline(always)]
-    fn unwind(&mut self, pipe: u32, pkt: &Packet, mut below: Below, now: Nanos) {
-        let len = u64::from(pkt.len);
+    fn unwind(&mut self, pipe: u32, pkt_len: u32, mut below: Below, now: Nanos) {
+        let len = u64::from(pkt_len);
         let mut c = pipe;
         let mut pipe_next = None;
         loop {
@@ -699,20 +716,30 @@ impl PipeTree {
                 node.backlog.bytes -= len;
                 node.backlog.packets
             };
-            let (parent, slot) = (node.parent, node.slot);
-            let held = node.limited
-                && node
-                    .cost
-                    .send_then_held(&mut node.bucket, now, pkt.len, self.slack);
+            let (parent, slot, limited) = (node.parent, node.slot, node.limited);
+            // In a run the pipe's own limit is charged when the run settles.
+            let deferred = is_pipe && self.run.top == pipe;
+            let held = limited
+                && if deferred {
+                    self.run_holds(pipe, pkt_len, now)
+                } else {
+                    let node = self.nodes.at_mut(c);
+                    node.cost
+                        .send_then_held(&mut node.bucket, now, pkt_len, self.slack)
+                };
             let next = self.next_head(c, below, left, held, now);
             if is_pipe {
                 if self.run.top == pipe {
-                    if self.run.extend(pkt.len, next.map(|h| h.len)) {
+                    if self.run.extend(pkt_len, next.map(|h| h.len)) {
                         // Every level above would pick this pipe again.
                         self.note_next(next);
                         return;
                     }
                     self.settle();
+                    if limited {
+                        let node = self.nodes.at_mut(pipe);
+                        node.cost.send_bytes(&mut node.bucket, now, len);
+                    }
                 }
                 pipe_next = next;
             }
@@ -742,6 +769,27 @@ impl PipeTree {
             };
             c = parent;
         }
+    }
+
+    /// Whether the send of `len` bytes through pipe `pipe` (limited), whose
+    /// run is in progress, holds it: past the room its limit had when the run
+    /// started. Then the run settles first and the send is charged now.
+    #[inline(always)]
+    fn run_holds(&mut self, pipe: u32, len: u32, now: Nanos) -> bool {
+        if self.run.sent().bytes + u64::from(len) <= self.run_room {
+            return false;
+        }
+        self.settle_then_charge(pipe, len, now)
+    }
+
+    /// [`PipeTree::run_holds`] past the room: settles the run, charges the
+    /// send to the pipe's limit and tells whether it holds the pipe.
+    #[cold]
+    fn settle_then_charge(&mut self, pipe: u32, len: u32, now: Nanos) -> bool {
+        self.settle();
+        let node = self.nodes.at_mut(pipe);
+        node.cost
+            .send_then_held(&mut node.bucket, now, len, self.slack)
     }
 
     /// The root's next packet is `next`: fetches its slot and remembers its

@@ -178,6 +178,10 @@ pub struct PipeTree {
     ends: Store<LeafEnd>,
     /// Per pipe, by position less `pipes_at`: its parent's position.
     up: Store<u32>,
+    /// Per pipe, by position less `pipes_at`: its band's first member record
+    /// (the band's `members_at`, here for an arrival's hints without the
+    /// pipe's line).
+    members_of: Store<u32>,
     /// Per `drr` node and pipe, by position: its first child's position.
     first_child: Store<u32>,
     /// Per `drr` node (by position).
@@ -204,6 +208,10 @@ pub struct PipeTree {
     /// The run in progress: dequeues at one instant through one pipe, the
     /// levels above it told once (see `run`).
     run: super::run::Run,
+    /// While a run is in progress: the bytes its pipe's own limit lets it
+    /// send before the pipe is held (`u64::MAX` without a limit); the run
+    /// charges them to the limit when it settles.
+    run_room: u64,
     /// Whether the tree exceeds the cache, so that its paths are prefetched.
     prefetching: bool,
 }
@@ -272,6 +280,12 @@ impl PipeTree {
                     .map(|n| n.parent)
                     .collect(),
             ),
+            members_of: Store::new(
+                nodes[layout.pipes_at as usize..]
+                    .iter()
+                    .map(|n| n.band.members_at)
+                    .collect(),
+            ),
             leaves: Store::new(leaves),
             nodes: Store::new(nodes),
             first_child: Store::new(first_child),
@@ -285,6 +299,7 @@ impl PipeTree {
             backlog: Backlog::default(),
             ahead: NONE,
             run: super::run::Run::NONE,
+            run_room: u64::MAX,
         })
     }
 

@@ -8,7 +8,11 @@
 //! root's next packet is the pipe's, the dequeues after it at `now` stop at
 //! the pipe while every `drr` ancestor's deficit covers the run's bytes and
 //! the pipe's next packet and every limited ancestor may still send the run's
-//! bytes (`Cost::room`, exact). The deferred sends are applied before anything
+//! bytes (`Cost::room`, exact). The pipe's own limit is charged with the run's
+//! bytes when it settles: until then a send holds the pipe exactly when the
+//! run's bytes pass the room the limit had when the run started (the same
+//! `Cost::room`), and the first such send settles the run before it is
+//! charged. The deferred sends are applied before anything
 //! else reads or changes the levels above: an enqueue, a release, a dequeue at
 //! another instant, a run that cannot go on. Views and checks add them.
 
@@ -37,6 +41,12 @@ impl PipeTree {
             }
             x = parent;
         }
+        let node = self.nodes.at(top);
+        self.run_room = if node.limited {
+            node.cost.room(&node.bucket, now, self.slack)
+        } else {
+            u64::MAX
+        };
         self.run = Run::new(top, now, turn_room, limit_room, next_len);
     }
 
@@ -57,6 +67,10 @@ impl PipeTree {
         let sent = run.sent();
         if sent.packets == 0 {
             return;
+        }
+        let top = self.nodes.at_mut(run.top);
+        if top.limited {
+            top.cost.send_bytes(&mut top.bucket, run.now, sent.bytes);
         }
         let mut x = run.top;
         loop {
