@@ -52,7 +52,7 @@
 //! the long flow's standing queue at every round trip.
 //!
 //! `eiffel shape` runs with `--realtime 10`, as in production: other processes
-//! cannot delay its departures. A rate outside its tolerance is measured once more
+//! cannot delay its departures. A rate outside its tolerance is measured up to twice more
 //! before the test fails (see `measured`): the machine these run on is shared, and
 //! iperf3's own processes are ordinary ones.
 //!
@@ -351,7 +351,7 @@ fn concurrent_through(
 /// `got` of `want` bits per second, within `tolerance`; the message says where
 /// the link's idle time went ([`Window`]): for want of packets (the senders),
 /// or holding packets over their limits (the policy's buckets, or an arbiter
-/// running late). It says "Mbit/s", so [`measured`] measures once more.
+/// running late). It says "Mbit/s", so [`measured`] measures again.
 /// Without a window the middle is the kernel's bridge and HTB, the baseline the
 /// rows print beside Eiffel: its figure is reported, not asserted (TCP through
 /// HTB here loses a few percent now and then, with retransmits).
@@ -391,29 +391,35 @@ fn claim(ok: bool, w: Option<Window>, msg: impl FnOnce() -> String) {
 }
 
 /// What the assertion of `multi_queue` says when every connection took one
-/// receive queue, a chance outcome that [`measured`] measures once more.
+/// receive queue, a chance outcome that [`measured`] measures again.
 const ONE_QUEUE: &str = "every connection hashed to one receive queue";
 
-/// Runs a scenario that measures rates, once more if a rate fell outside its
-/// tolerance (the assertion messages of rates, and only those, say "Mbit/s"): on
-/// this shared 2-core machine another process can starve the sender or the
-/// middle box for part of a 4 s run. A rate must miss twice to fail the test; so
-/// must the spread of `multi_queue`'s connections over its queues ([`ONE_QUEUE`]),
-/// which the kernel draws at random. Any other failure (accounting, losses,
-/// reordering) fails at once.
+/// Runs a scenario that measures rates, up to twice more while a rate falls
+/// outside its tolerance (the assertion messages of rates, and only those, say
+/// "Mbit/s"): on this shared 2-core machine another process, or another tenant
+/// of the host, can starve the sender or the middle box for part of a 4 s run.
+/// A rate must miss three times in a row to fail the test (a shaper that is
+/// wrong misses every time); so must the spread of `multi_queue`'s connections
+/// over its queues ([`ONE_QUEUE`]), which the kernel draws at random. Any other
+/// failure (accounting, losses, reordering) fails at once.
 fn measured(scenario: &str, run: impl Fn()) {
-    let Err(e) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&run)) else {
-        return;
-    };
-    let msg = e
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| e.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-        .unwrap_or_default();
-    if !msg.contains("Mbit/s") && !msg.contains(ONE_QUEUE) {
-        std::panic::resume_unwind(e);
+    const ATTEMPTS: usize = 3;
+    for attempt in 1..ATTEMPTS {
+        let Err(e) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&run)) else {
+            return;
+        };
+        let msg = e
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| e.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+            .unwrap_or_default();
+        if !msg.contains("Mbit/s") && !msg.contains(ONE_QUEUE) {
+            std::panic::resume_unwind(e);
+        }
+        eprintln!(
+            "{scenario}: out of tolerance ({msg}); measuring again ({attempt} of {ATTEMPTS})"
+        );
     }
-    eprintln!("{scenario}: out of tolerance ({msg}); measuring once more");
     run();
 }
 
@@ -758,8 +764,16 @@ fn reload_run(io: &str) {
     let report = std::thread::scope(|s| {
         let client = s.spawn(|| bed.iperf3_client(&udp));
 
-        // Live counters: the slow leaf is backlogged and sends at its 4 Mbit/s.
-        std::thread::sleep(Duration::from_millis(1500));
+        // Live counters: the slow leaf is backlogged and sends at its 4 Mbit/s,
+        // measured over a rate interval (500 ms) that it spent backlogged in
+        // full: from the first snapshot that finds it backlogged (the client
+        // takes up to a second or more to start on a loaded machine), two
+        // intervals on.
+        let deadline = Instant::now() + Duration::from_secs(4);
+        while node(&shaper.stats(), "root/slow").backlog_packets == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(1100));
         let snap = shaper.stats();
         let slow = node(&snap, "root/slow");
         assert!(
@@ -1270,8 +1284,8 @@ fn multi_queue_run(io: &str) {
     // port; AF_XDP: the sender's random per-connection transmit hash): the 8
     // streams and iperf3's 2 control connections all take the same queue with
     // probability 2^-9, the other queue then seeing at most a stray ARP or
-    // neighbour discovery frame. `measured` runs the scenario once more then:
-    // twice in a row, 2^-18.
+    // neighbour discovery frame. `measured` runs the scenario again then:
+    // three times in a row, 2^-27.
     assert!(
         q.iter().all(|&n| n > 0),
         "{ONE_QUEUE}: frames per receive queue {q:?}"
