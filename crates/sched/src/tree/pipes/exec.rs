@@ -462,8 +462,7 @@ impl PipeTree {
 
     /// Hints what queueing `pkt` touches beyond its leaf's end (hinted a
     /// stage earlier): the tail slot it links from, or, when the leaf is
-    /// empty, the leaf's line, its pipe's and its pipe's members', which the
-    /// arrival activates.
+    /// empty, the leaf's line and its pipe's, which the arrival activates.
     #[inline]
     fn prefetch_path(&self, pkt: &Packet) {
         let Some(leaf) = self.leaf_at(pkt.class) else {
@@ -473,10 +472,6 @@ impl PipeTree {
         if end.tail == NONE {
             self.prefetch_leaf(leaf);
             prefetch(self.nodes.at(end.pipe));
-            let at = *self.members_of.at(end.pipe - self.pipes_at);
-            if let Some(m) = self.members.get(at as usize) {
-                prefetch(m);
-            }
         } else {
             self.pool.prefetch_slot(end.tail);
         }

@@ -178,10 +178,6 @@ pub struct PipeTree {
     ends: Store<LeafEnd>,
     /// Per pipe, by position less `pipes_at`: its parent's position.
     up: Store<u32>,
-    /// Per pipe, by position less `pipes_at`: its band's first member record
-    /// (the band's `members_at`, here for an arrival's hints without the
-    /// pipe's line).
-    members_of: Store<u32>,
     /// Per `drr` node and pipe, by position: its first child's position.
     first_child: Store<u32>,
     /// Per `drr` node (by position).
@@ -278,12 +274,6 @@ impl PipeTree {
                 nodes[layout.pipes_at as usize..]
                     .iter()
                     .map(|n| n.parent)
-                    .collect(),
-            ),
-            members_of: Store::new(
-                nodes[layout.pipes_at as usize..]
-                    .iter()
-                    .map(|n| n.band.members_at)
                     .collect(),
             ),
             leaves: Store::new(leaves),
