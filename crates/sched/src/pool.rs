@@ -301,6 +301,21 @@ impl PacketPool {
         Some((next, if next == NIL { 0 } else { next_len }))
     }
 
+    /// Hints the CPU to fetch the slot two after `slot` on its chain (the
+    /// slot after `slot` is read: it should be in the cache).
+    #[inline]
+    pub fn prefetch_third(&self, slot: u32) {
+        let Some(s) = self.slots.get(slot as usize) else {
+            return;
+        };
+        let Some(after) = self.slots.get(s.next as usize) else {
+            return;
+        };
+        if let Some(third) = self.slots.get(after.next as usize) {
+            eiffel_queue::prefetch(third);
+        }
+    }
+
     /// Hints the CPU to fetch the slot after `slot` on its chain.
     #[inline]
     pub fn prefetch_after(&self, slot: u32) {

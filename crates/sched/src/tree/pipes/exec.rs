@@ -390,19 +390,20 @@ impl PipeTree {
 
     /// [`Scheduler::enqueue`](crate::Scheduler::enqueue) of many packets at
     /// `now`: each dropped one is passed to `dropped`; returns how many were
-    /// queued. In a tree larger than the cache, the leaf's end and its FIFO's
-    /// tail (for an empty leaf, its line and its pipe) are fetched a few
-    /// packets ahead, and the activations of leaves that were empty wait for
-    /// the end of the burst, made in arrival order: the tree ends the burst
-    /// as its packets one by one would leave it, and an activation's lines
-    /// have the rest of the burst to arrive.
+    /// queued. In a tree larger than the cache, every packet's leaf end is
+    /// fetched first, its FIFO's tail (for an empty leaf, its line and its
+    /// pipe) a few packets ahead, and the activations of leaves that were
+    /// empty wait for the end of the burst, made in arrival order: the tree
+    /// ends the burst as its packets one by one would leave it, and an
+    /// activation's lines (its pipe's members hinted when the packet is
+    /// queued) have the rest of the burst to arrive.
     pub fn enqueue_burst(
         &mut self,
         pkts: &[Packet],
         now: Nanos,
         mut dropped: impl FnMut(Dropped),
     ) -> usize {
-        const GAP: usize = 2;
+        const GAP: usize = 4;
         self.settle();
         let mut queued = 0;
         if !self.prefetching {
@@ -415,25 +416,24 @@ impl PipeTree {
             return queued;
         }
         // The places of every packet first (they come from the cache, or
-        // close), then at step `k` the leaf end of packet `k`, the path of
-        // `k - GAP` (from its end), and packet `k - 2 GAP` queued.
+        // close), then the leaf end of every packet, then at step `k` the
+        // path of packet `k` (from its end) and packet `k - GAP` queued.
         for p in pkts {
             if let Some(place) = self.place.get(p.class as usize) {
                 prefetch(place);
             }
         }
-        let mut pending = Pending::new();
-        for k in 0..pkts.len() + 2 * GAP {
-            let at = |s: usize| k.checked_sub(s * GAP).and_then(|i| pkts.get(i));
-            if let Some(p) = at(0) {
-                if let Some(leaf) = self.leaf_at(p.class) {
-                    prefetch(self.ends.at(leaf - self.leaves_at));
-                }
+        for p in pkts {
+            if let Some(leaf) = self.leaf_at(p.class) {
+                prefetch(self.ends.at(leaf - self.leaves_at));
             }
-            if let Some(p) = at(1) {
+        }
+        let mut pending = Pending::new();
+        for k in 0..pkts.len() + GAP {
+            if let Some(p) = pkts.get(k) {
                 self.prefetch_path(p);
             }
-            if let Some(p) = at(2) {
+            if let Some(p) = k.checked_sub(GAP).and_then(|i| pkts.get(i)) {
                 match self.take(*p) {
                     Ok(activation) => {
                         queued += 1;
@@ -441,6 +441,7 @@ impl PipeTree {
                             if pending.is_full() {
                                 self.activate_pending(&mut pending, now);
                             }
+                            self.prefetch_members(self.ends.at(a.leaf - self.leaves_at).pipe);
                             pending.push(a);
                         }
                     }
@@ -602,7 +603,7 @@ impl PipeTree {
         }
         let pick = *self.first_child.at(c) + u;
         if self.prefetching && !self.is_pipe(c) && self.is_pipe(pick) {
-            self.prefetch_turn(c);
+            self.prefetch_turn(c, pick);
         }
         self.descend(pick)
     }
@@ -616,14 +617,18 @@ impl PipeTree {
     }
 
     /// `drr` node `c` turned to pipe `pick`, as `rte_sched`'s grinders
-    /// pipeline a pipe's visit, one stage a turn over the pipes after it in
-    /// the round: the slots after the heads of the next pipe's queued leaves,
-    /// the head slots of the pipe after that, the members and queued leaves
-    /// of the third (its node hinted a turn earlier), and the node (both
-    /// lines) of the fourth. A leaf not queued when its pipe is three turns
-    /// ahead is not hinted: an arrival that queues it hints it then.
+    /// pipeline a pipe's visit, one stage a turn over `pick` and the pipes
+    /// after it in the round: the third slots of `pick`'s queued leaves (from
+    /// their second, hinted a turn earlier), the slots after the heads of the
+    /// next pipe's queued leaves, the head slots of the pipe after that, the
+    /// members and queued leaves of the third (its node hinted a turn
+    /// earlier), and the node (both lines) of the fourth. A leaf not queued
+    /// when its pipe is three turns ahead is not hinted: an arrival that
+    /// queues it hints it then. A leaf's fourth packet and those after it
+    /// are hinted by the departure before them.
     #[inline]
-    fn prefetch_turn(&self, c: u32) {
+    fn prefetch_turn(&self, c: u32, pick: u32) {
+        self.prefetch_leaves_of(pick, |pool, l| pool.prefetch_third(l.head));
         let drr = self.drr.at(c);
         let first = *self.first_child.at(c);
         let Some(next) = drr.second() else {
