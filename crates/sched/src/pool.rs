@@ -305,14 +305,8 @@ impl PacketPool {
     /// slot after `slot` is read: it should be in the cache).
     #[inline]
     pub fn prefetch_third(&self, slot: u32) {
-        let Some(s) = self.slots.get(slot as usize) else {
-            return;
-        };
-        let Some(after) = self.slots.get(s.next as usize) else {
-            return;
-        };
-        if let Some(third) = self.slots.get(after.next as usize) {
-            eiffel_queue::prefetch(third);
+        if let Some(s) = self.slots.get(slot as usize) {
+            self.prefetch_after(s.next);
         }
     }
 
