@@ -45,6 +45,9 @@ struct Pending {
 /// Most activations a burst enqueue holds back at once.
 const PENDING: usize = 32;
 
+/// Packets a burst enqueue looks up and hints at once.
+const CHUNK: usize = 32;
+
 impl Pending {
     fn new() -> Pending {
         Pending {
@@ -312,10 +315,18 @@ impl PipeTree {
     /// of a leaf that was empty, which it returns (no run in progress).
     #[inline(always)]
     fn take(&mut self, pkt: Packet) -> Result<Option<Activation>, Dropped> {
+        let leaf = self.leaf_at(pkt.class).unwrap_or(NONE);
+        self.take_at(pkt, leaf)
+    }
+
+    /// [`PipeTree::take`] of a packet whose leaf was looked up: `leaf` is
+    /// its position, [`NONE`] when its class names no leaf.
+    #[inline(always)]
+    fn take_at(&mut self, pkt: Packet, leaf: u32) -> Result<Option<Activation>, Dropped> {
         self.counters.on_enqueue(pkt.len);
-        let Some(leaf) = self.leaf_at(pkt.class) else {
+        if leaf == NONE {
             return Err(self.counters.drop_packet(pkt, DropReason::Unclassified));
-        };
+        }
         if pkt.len > self.spec.mtu {
             return Err(self.refuse(leaf, pkt, DropReason::TooLarge));
         }
@@ -390,20 +401,18 @@ impl PipeTree {
 
     /// [`Scheduler::enqueue`](crate::Scheduler::enqueue) of many packets at
     /// `now`: each dropped one is passed to `dropped`; returns how many were
-    /// queued. In a tree larger than the cache, every packet's leaf end is
-    /// fetched first, its FIFO's tail (for an empty leaf, its line and its
-    /// pipe) a few packets ahead, and the activations of leaves that were
-    /// empty wait for the end of the burst, made in arrival order: the tree
-    /// ends the burst as its packets one by one would leave it, and an
-    /// activation's lines (its pipe's members hinted when the packet is
-    /// queued) have the rest of the burst to arrive.
+    /// queued. In a tree larger than the cache, the packets go in chunks of
+    /// [`CHUNK`] (see [`PipeTree::enqueue_chunk`]), and the activations of
+    /// leaves that were empty wait for the end of the burst, made in arrival
+    /// order: the tree ends the burst as its packets one by one would leave
+    /// it, and an activation's lines (its pipe's members hinted when the
+    /// packet is queued) have the rest of the burst to arrive.
     pub fn enqueue_burst(
         &mut self,
         pkts: &[Packet],
         now: Nanos,
         mut dropped: impl FnMut(Dropped),
     ) -> usize {
-        const GAP: usize = 4;
         self.settle();
         let mut queued = 0;
         if !self.prefetching {
@@ -415,41 +424,57 @@ impl PipeTree {
             }
             return queued;
         }
-        // The places of every packet first (they come from the cache, or
-        // close), then the leaf end of every packet, then at step `k` the
-        // path of packet `k` (from its end) and packet `k - GAP` queued.
-        for p in pkts {
-            if let Some(place) = self.place.get(p.class as usize) {
-                prefetch(place);
-            }
-        }
-        for p in pkts {
-            if let Some(leaf) = self.leaf_at(p.class) {
-                prefetch(self.ends.at(leaf - self.leaves_at));
-            }
-        }
         let mut pending = Pending::new();
-        for k in 0..pkts.len() + GAP {
-            if let Some(p) = pkts.get(k) {
-                self.prefetch_path(p);
-            }
-            if let Some(p) = k.checked_sub(GAP).and_then(|i| pkts.get(i)) {
-                match self.take(*p) {
-                    Ok(activation) => {
-                        queued += 1;
-                        if let Some(a) = activation {
-                            if pending.is_full() {
-                                self.activate_pending(&mut pending, now);
-                            }
-                            self.prefetch_members(self.ends.at(a.leaf - self.leaves_at).pipe);
-                            pending.push(a);
-                        }
-                    }
-                    Err(d) => dropped(d),
-                }
-            }
+        for chunk in pkts.chunks(CHUNK) {
+            queued += self.enqueue_chunk(chunk, now, &mut pending, &mut dropped);
         }
         self.activate_pending(&mut pending, now);
+        queued
+    }
+
+    /// Queues `chunk` (at most [`CHUNK`] packets), deferring activations to
+    /// `pending`: every packet's leaf is looked up once and its end hinted,
+    /// then at step `k` the path of packet `k` (from its end) is hinted and
+    /// packet `k - GAP` queued. Returns how many were queued.
+    #[inline(always)]
+    fn enqueue_chunk(
+        &mut self,
+        chunk: &[Packet],
+        now: Nanos,
+        pending: &mut Pending,
+        dropped: &mut impl FnMut(Dropped),
+    ) -> usize {
+        const GAP: usize = 4;
+        let mut leaves = [NONE; CHUNK];
+        for (leaf, p) in leaves.iter_mut().zip(chunk) {
+            if let Some(n) = self.leaf_at(p.class) {
+                *leaf = n;
+                prefetch(self.ends.at(n - self.leaves_at));
+            }
+        }
+        let leaves = &leaves[..chunk.len()];
+        let mut queued = 0;
+        for k in 0..chunk.len() + GAP {
+            if let Some(&leaf) = leaves.get(k) {
+                self.prefetch_path(leaf);
+            }
+            let Some(i) = k.checked_sub(GAP).filter(|&i| i < chunk.len()) else {
+                continue;
+            };
+            match self.take_at(chunk[i], leaves[i]) {
+                Ok(activation) => {
+                    queued += 1;
+                    if let Some(a) = activation {
+                        if pending.is_full() {
+                            self.activate_pending(pending, now);
+                        }
+                        self.prefetch_members(self.ends.at(a.leaf - self.leaves_at).pipe);
+                        pending.push(a);
+                    }
+                }
+                Err(d) => dropped(d),
+            }
+        }
         queued
     }
 
@@ -461,15 +486,15 @@ impl PipeTree {
         }
     }
 
-    /// Hints what queueing `pkt` touches beyond its leaf's end (hinted a
-    /// stage earlier): the tail slot it links from, or, when the leaf is
-    /// empty, the leaf's line and its pipe's, which the arrival activates.
+    /// Hints what queueing a packet at leaf `leaf` ([`NONE`]: none) touches
+    /// beyond the leaf's end (hinted a stage earlier): the tail slot it
+    /// links from, or, when the leaf is empty, the leaf's line and its
+    /// pipe's, which the arrival activates.
     #[inline]
-    fn prefetch_path(&self, pkt: &Packet) {
-        let Some(leaf) = self.leaf_at(pkt.class) else {
+    fn prefetch_path(&self, leaf: u32) {
+        let Some(end) = self.ends.get(leaf.wrapping_sub(self.leaves_at) as usize) else {
             return;
         };
-        let end = self.ends.at(leaf - self.leaves_at);
         if end.tail == NONE {
             self.prefetch_leaf(leaf);
             prefetch(self.nodes.at(end.pipe));
