@@ -402,7 +402,9 @@ impl PipeTree {
     /// [`Scheduler::enqueue`](crate::Scheduler::enqueue) of many packets at
     /// `now`: each dropped one is passed to `dropped`; returns how many were
     /// queued. In a tree larger than the cache, the packets go in chunks of
-    /// [`CHUNK`] (see [`PipeTree::enqueue_chunk`]), and the activations of
+    /// 32: every packet's leaf is looked up once and its end hinted, then
+    /// each packet's path is hinted a few packets before it is queued; the
+    /// activations of
     /// leaves that were empty wait for the end of the burst, made in arrival
     /// order: the tree ends the burst as its packets one by one would leave
     /// it, and an activation's lines (its pipe's members hinted when the
